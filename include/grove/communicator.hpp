@@ -1,0 +1,198 @@
+// The C++ face of grove: a Communicator is one rank's handle on a group of ranks.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "grove/error.hpp"
+#include "grove/types.hpp"
+
+namespace grove {
+
+namespace detail {
+class CommState;
+class Operation;
+}  // namespace detail
+
+/// Per-call choices that override the defaults. An empty field means "let grove choose".
+struct CallOptions {
+  /// Algorithm name, e.g. "ring", "tree", "chain", "recursive_doubling" (see
+  /// docs/algorithms.md). Overrides GROVE_ALGO for this call. Every rank must pass the same.
+  std::string algorithm;
+};
+
+/// Handle on an asynchronous collective. Progress is made by the thread that calls test()
+/// or wait() (or by any later blocking call on the same communicator): grove starts no
+/// threads of its own, so an operation that nobody waits on does not advance.
+class Request {
+ public:
+  Request() = default;
+  ~Request();
+  Request(Request&&) noexcept;
+  Request& operator=(Request&&) noexcept;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  /// Advances the operation without blocking; true once it has completed. Throws the
+  /// operation's error if it failed.
+  bool test();
+
+  /// Blocks until the operation completes; throws its error if it failed.
+  void wait();
+
+  /// Blocks until the operation completes or `deadline` passes. Returns false on timeout
+  /// (the operation stays in flight); throws the operation's error if it failed.
+  bool wait(std::chrono::steady_clock::time_point deadline);
+
+  /// True when this handle refers to an operation (default-constructed ones do not).
+  bool valid() const noexcept { return static_cast<bool>(op_); }
+
+ private:
+  friend class Communicator;
+  explicit Request(std::shared_ptr<detail::Operation> op);
+  std::shared_ptr<detail::Operation> op_;
+};
+
+/// One rank of a group. Every rank of the group must issue the same collectives in the same
+/// order with matching arguments (count, type, op, root), as with NCCL and MPI.
+///
+/// Buffers are raw pointers with element counts (`size_t`). In-place forms follow NCCL:
+/// `sendbuf == recvbuf` for allReduce, broadcast, reduce and allToAll; allGather in place
+/// when `sendbuf == recvbuf + rank * count`; reduceScatter in place when
+/// `sendbuf + rank * count == recvbuf`. Any other overlap of the send and receive buffers
+/// is rejected with ErrorCode::kInvalidArgument.
+///
+/// A Communicator may be used by one thread at a time; distinct communicators (also one
+/// split from another) may be used concurrently from different threads.
+class Communicator {
+ public:
+  /// Creates `nranks` communicators whose ranks are threads of this process (the in-process
+  /// transport). Element i is rank i; each must then be driven by its own thread.
+  static std::vector<Communicator> createInProcess(int nranks);
+
+  Communicator();
+  ~Communicator();
+  Communicator(Communicator&&) noexcept;
+  Communicator& operator=(Communicator&&) noexcept;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  /// This rank's index, 0 <= rank() < size().
+  int rank() const;
+  /// Number of ranks in the group.
+  int size() const;
+
+  /// recvbuf[i] = op over all ranks of sendbuf[i], for i < count, on every rank.
+  void allReduce(const void* sendbuf, void* recvbuf, size_t count, DataType type, ReduceOp op,
+                 const CallOptions& options = {});
+  /// recvbuf on every rank = sendbuf of `root` (count elements). sendbuf is read on the root
+  /// only.
+  void broadcast(const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
+                 const CallOptions& options = {});
+  /// recvbuf on `root` = op over all ranks of sendbuf. recvbuf is written on the root only
+  /// and may be null elsewhere.
+  void reduce(const void* sendbuf, void* recvbuf, size_t count, DataType type, ReduceOp op,
+              int root, const CallOptions& options = {});
+  /// recvbuf[q * count + i] = sendbuf[i] of rank q; recvbuf holds size() * count elements.
+  void allGather(const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                 const CallOptions& options = {});
+  /// recvbuf[i] = op over all ranks q of sendbuf_q[rank() * count + i]; sendbuf holds
+  /// size() * count elements, recvbuf holds count.
+  void reduceScatter(const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                     ReduceOp op, const CallOptions& options = {});
+  /// recvbuf[q * count + i] = sendbuf_q[rank() * count + i]: block q of the send buffer goes
+  /// to rank q. Both buffers hold size() * count elements.
+  void allToAll(const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                const CallOptions& options = {});
+  /// Like allToAll with per-peer element counts and displacements (in elements):
+  /// sendCounts[q] elements from sendbuf + sendDispls[q] go to rank q, which receives them
+  /// at its recvbuf + recvDispls[rank()] with recvCounts[rank()] == that count.
+  void allToAllv(const void* sendbuf, std::span<const size_t> sendCounts,
+                 std::span<const size_t> sendDispls, void* recvbuf,
+                 std::span<const size_t> recvCounts, std::span<const size_t> recvDispls,
+                 DataType type, const CallOptions& options = {});
+  /// recvbuf on `root` [q * count + i] = sendbuf_q[i]; recvbuf may be null elsewhere.
+  void gather(const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
+              const CallOptions& options = {});
+  /// recvbuf[i] on rank q = sendbuf of `root` [q * count + i]; sendbuf is read on the root.
+  void scatter(const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
+               const CallOptions& options = {});
+  /// Sends count elements to `peer`, which must post a matching recv.
+  void send(const void* sendbuf, size_t count, DataType type, int peer);
+  /// Receives count elements from `peer`, which must post a matching send.
+  void recv(void* recvbuf, size_t count, DataType type, int peer);
+  /// Returns once every rank has entered the barrier.
+  void barrier();
+
+  /// Asynchronous forms: the same semantics, returning at once with a Request. Buffers must
+  /// stay valid and untouched until the Request completes. Operations on one communicator
+  /// complete in the order they were issued.
+  Request allReduceAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                         ReduceOp op, const CallOptions& options = {});
+  Request broadcastAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                         int root, const CallOptions& options = {});
+  Request reduceAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                      ReduceOp op, int root, const CallOptions& options = {});
+  Request allGatherAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                         const CallOptions& options = {});
+  Request reduceScatterAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                             ReduceOp op, const CallOptions& options = {});
+  Request allToAllAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                        const CallOptions& options = {});
+  Request allToAllvAsync(const void* sendbuf, std::span<const size_t> sendCounts,
+                         std::span<const size_t> sendDispls, void* recvbuf,
+                         std::span<const size_t> recvCounts, std::span<const size_t> recvDispls,
+                         DataType type, const CallOptions& options = {});
+  Request gatherAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
+                      const CallOptions& options = {});
+  Request scatterAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                       int root, const CallOptions& options = {});
+  Request sendAsync(const void* sendbuf, size_t count, DataType type, int peer);
+  Request recvAsync(void* recvbuf, size_t count, DataType type, int peer);
+  Request barrierAsync();
+
+  /// Starts a group: every call that follows (blocking forms too) is queued and returns at
+  /// once; groupEnd() then runs the queue: send/recv calls concurrently, which is what makes
+  /// exchanges like "send to the right, receive from the left" possible without deadlock,
+  /// and collectives in issue order. Buffers must stay valid until groupEnd() returns.
+  void groupStart();
+  /// Ends a group and runs it to completion.
+  void groupEnd();
+  /// Ends a group and returns at once; the Request completes when every queued operation
+  /// has. Lets one thread drive several communicators' groups at the same time (as
+  /// groveGroupEnd does for communicators made by groveCommInitAll).
+  Request groupEndAsync();
+
+  /// Collective: splits the group into one new communicator per distinct `color`; ranks
+  /// are ordered by (`key`, old rank) inside each. A negative color returns an empty
+  /// Communicator (valid() is false) for this rank.
+  Communicator split(int color, int key);
+
+  /// Marks this communicator failed: the operations in flight and every later call throw
+  /// ErrorCode::kInvalidUsage on this rank, and peers waiting on this rank get
+  /// ErrorCode::kRemoteError instead of waiting forever. Never blocks.
+  void abort();
+
+  /// The first error an operation of this communicator hit, or kSuccess.
+  ErrorCode getAsyncError() const;
+
+  /// True when this handle refers to a communicator.
+  bool valid() const noexcept { return static_cast<bool>(state_); }
+
+  /// Implementation access for grove's own tools and the C ABI.
+  detail::CommState& state() const;
+  /// Implementation access: wraps a state made by grove's own bootstrap code.
+  static Communicator fromState(std::shared_ptr<detail::CommState> state) {
+    return Communicator(std::move(state));
+  }
+
+ private:
+  explicit Communicator(std::shared_ptr<detail::CommState> state);
+  std::shared_ptr<detail::CommState> state_;
+};
+
+}  // namespace grove

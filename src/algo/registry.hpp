@@ -1,0 +1,52 @@
+// The algorithm registry: every algorithm is a plan generator with an applicability test
+// and an α–β cost estimate; selection takes the cheapest that applies unless overridden.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plan/plan.hpp"
+
+namespace grove::algo {
+
+/// Machine parameters of the α–β model: time = alpha * messages-in-sequence + bytes / beta.
+struct CostParams {
+  double alphaUs = 1.0;      ///< Latency of one message hop, microseconds.
+  double betaGBps = 8.0;     ///< Bandwidth of one link, GB/s (10^9 bytes per second).
+  double reduceGBps = 20.0;  ///< Throughput of a local reduction, GB/s of output.
+};
+
+/// One plan generator.
+struct Algorithm {
+  std::string_view name;  ///< Lower-case, as GROVE_ALGO and CallOptions spell it.
+  plan::Collective collective;
+  /// Whether the generator can build this shape; when not, `why` says why.
+  bool (*applies)(const plan::PlanRequest& request, std::string* why);
+  /// Estimated time of the whole call in microseconds.
+  double (*costUs)(const plan::PlanRequest& request, const CostParams& params);
+  /// Builds request.rank's plan.
+  plan::Plan (*build)(const plan::PlanRequest& request);
+};
+
+/// Every registered algorithm, in a fixed order.
+const std::vector<Algorithm>& algorithms();
+
+/// The algorithm called `name` for `collective`, or nullptr.
+const Algorithm* findAlgorithm(plan::Collective collective, std::string_view name);
+
+/// Outcome of a selection: the chosen algorithm and one line saying why (for
+/// GROVE_DEBUG=INFO), e.g. "ring: cost 12.3 us (tree 15.1 us, recursive_doubling n/a: ...)".
+struct Selection {
+  const Algorithm* algorithm = nullptr;
+  std::string reason;
+};
+
+/// Chooses the algorithm for `request`. `forced` (a per-call option) wins over `envAlgo`
+/// (GROVE_ALGO's value, NCCL_ALGO syntax: "ring", "tree,ring", "allreduce:tree;broadcast:chain",
+/// "^tree" to exclude); both empty means the cheapest applicable one. Throws
+/// grove::Error(kInvalidArgument) when a forced algorithm is unknown or does not apply.
+Selection select(const plan::PlanRequest& request, std::string_view forced,
+                 std::string_view envAlgo, const CostParams& params = {});
+
+}  // namespace grove::algo

@@ -1,0 +1,384 @@
+// The C ABI, part one: errors, version, communicator life cycle and groups (grove.h). The
+// collectives are in c_api_collectives.cpp.
+//
+// Groups follow NCCL: groveGroupStart/End nest through a per-thread depth; inside a group a
+// call on a communicator opens that communicator's C++ group the first time the group
+// touches it, and the C++ API queues the call. The outermost groveGroupEnd ends every touched
+// communicator's group with groupEndAsync() and drives all the returned Requests round-robin
+// from this one thread (without ever sleeping on one of them). That is what lets one thread run
+// every rank of a groveCommInitAll, and a ring of send/recv pairs, without deadlock.
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/c_api_internal.hpp"
+#include "core/config.hpp"
+#include "core/inproc_rendezvous.hpp"
+#include "grove/types.hpp"
+#include "grove/version.hpp"
+
+namespace grove::capi {
+namespace {
+
+static_assert(static_cast<int>(groveSuccess) == static_cast<int>(ErrorCode::kSuccess));
+static_assert(static_cast<int>(groveUnhandledCudaError) ==
+              static_cast<int>(ErrorCode::kUnhandledCudaError));
+static_assert(static_cast<int>(groveSystemError) == static_cast<int>(ErrorCode::kSystemError));
+static_assert(static_cast<int>(groveInternalError) == static_cast<int>(ErrorCode::kInternalError));
+static_assert(static_cast<int>(groveInvalidArgument) ==
+              static_cast<int>(ErrorCode::kInvalidArgument));
+static_assert(static_cast<int>(groveInvalidUsage) == static_cast<int>(ErrorCode::kInvalidUsage));
+static_assert(static_cast<int>(groveRemoteError) == static_cast<int>(ErrorCode::kRemoteError));
+static_assert(static_cast<int>(groveInProgress) == static_cast<int>(ErrorCode::kInProgress));
+static_assert(static_cast<int>(groveTimeout) == static_cast<int>(ErrorCode::kTimeout));
+
+/// The calling thread's open group.
+struct GroupState {
+  int depth = 0;
+  std::vector<groveComm_t> touched;  ///< In first-touch order.
+  ErrorCode firstError = ErrorCode::kSuccess;
+  std::string firstMessage;
+};
+
+thread_local std::string tLastError;
+thread_local GroupState tGroup;
+
+/// Rendezvous key of a unique id: its bytes in hex.
+std::string keyOf(const groveUniqueId& id) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string key = "grove-uid:";
+  key.reserve(key.size() + 2 * GROVE_UNIQUE_ID_BYTES);
+  for (char c : id.internal) {
+    auto byte = static_cast<unsigned char>(c);
+    key.push_back(kHex[byte >> 4]);
+    key.push_back(kHex[byte & 0xf]);
+  }
+  return key;
+}
+
+/// Records `code`/`message` as the open group's error unless it already has one.
+void noteGroupError(ErrorCode code, const std::string& message) {
+  if (tGroup.depth > 0 && tGroup.firstError == ErrorCode::kSuccess) {
+    tGroup.firstError = code;
+    tGroup.firstMessage = message;
+  }
+}
+
+bool touchedByGroup(groveComm_t comm) {
+  return std::find(tGroup.touched.begin(), tGroup.touched.end(), comm) != tGroup.touched.end();
+}
+
+/// Ends the groups of `comms` and drives them to completion from this thread. Returns the
+/// first error (code and message) or kSuccess.
+std::pair<ErrorCode, std::string> runGroups(const std::vector<groveComm_t>& comms) {
+  std::pair<ErrorCode, std::string> first{ErrorCode::kSuccess, {}};
+  auto note = [&first](ErrorCode code, std::string message) {
+    if (first.first == ErrorCode::kSuccess) first = {code, std::move(message)};
+  };
+  auto rankText = [](groveComm_t comm) {
+    try {
+      return "rank " + std::to_string(comm->comm.rank()) + ": ";
+    } catch (...) {
+      return std::string();
+    }
+  };
+  std::vector<Request> requests;
+  std::vector<groveComm_t> owners;
+  for (groveComm_t comm : comms) {
+    try {
+      requests.push_back(comm->comm.groupEndAsync());
+      owners.push_back(comm);
+    } catch (const Error& e) {
+      note(e.code(), "groveGroupEnd: " + rankText(comm) + e.what());
+    } catch (const std::exception& e) {
+      note(ErrorCode::kInternalError, "groveGroupEnd: " + rankText(comm) + e.what());
+    }
+  }
+  std::vector<bool> done(requests.size(), false);
+  size_t left = requests.size();
+  while (left > 0) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (done[i]) continue;
+      bool finished = false;
+      try {
+        // wait() with a deadline of now polls without sleeping and, unlike test(), also
+        // notices a failed peer and an expired GROVE_TIMEOUT.
+        finished = requests[i].wait(std::chrono::steady_clock::now());
+      } catch (const Error& e) {
+        finished = true;
+        note(e.code(), "groveGroupEnd: " + rankText(owners[i]) + e.what());
+      } catch (const std::exception& e) {
+        finished = true;
+        note(ErrorCode::kInternalError, "groveGroupEnd: " + rankText(owners[i]) + e.what());
+      }
+      if (finished) {
+        done[i] = true;
+        --left;
+      }
+    }
+    if (left > 0) std::this_thread::yield();
+  }
+  return first;
+}
+
+}  // namespace
+
+void setLastError(std::string message) { tLastError = std::move(message); }
+
+groveResult_t fail(ErrorCode code, std::string message) {
+  setLastError(std::move(message));
+  return static_cast<groveResult_t>(code);
+}
+
+void noteGroupFailure(groveResult_t result) {
+  if (result != groveSuccess) noteGroupError(static_cast<ErrorCode>(result), tLastError);
+}
+
+void requireNonNull(const void* pointer, const char* name) {
+  if (pointer == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(name) + " is NULL");
+  }
+}
+
+Communicator& communicatorOf(groveComm_t comm) {
+  requireNonNull(comm, "comm");
+  return comm->comm;
+}
+
+void touchForGroup(groveComm_t comm) {
+  if (tGroup.depth == 0 || touchedByGroup(comm)) return;
+  comm->comm.groupStart();
+  tGroup.touched.push_back(comm);
+}
+
+bool inGroup() { return tGroup.depth > 0; }
+
+}  // namespace grove::capi
+
+using grove::Communicator;
+using grove::Error;
+using grove::ErrorCode;
+using grove::capi::guarded;
+using grove::capi::requireNonNull;
+
+extern "C" {
+
+groveResult_t groveGetVersion(int* version) {
+  return guarded("groveGetVersion", [&] {
+    requireNonNull(version, "version");
+    *version = GROVE_VERSION_CODE;
+  });
+}
+
+groveResult_t groveGetUniqueId(groveUniqueId* uniqueId) {
+  return guarded("groveGetUniqueId", [&] {
+    requireNonNull(uniqueId, "uniqueId");
+    size_t filled = 0;
+    while (filled < sizeof(uniqueId->internal)) {
+      ssize_t got = getrandom(uniqueId->internal + filled, sizeof(uniqueId->internal) - filled, 0);
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        throw Error(ErrorCode::kSystemError,
+                    std::string("getrandom failed: ") + std::strerror(errno));
+      }
+      filled += static_cast<size_t>(got);
+    }
+  });
+}
+
+groveResult_t groveCommInitRank(groveComm_t* comm, int nranks, groveUniqueId commId, int rank) {
+  return guarded("groveCommInitRank", [&] {
+    requireNonNull(comm, "comm");
+    *comm = nullptr;
+    if (nranks < 1) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "nranks is " + std::to_string(nranks) + ", expected at least 1");
+    }
+    if (rank < 0 || rank >= nranks) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "rank is " + std::to_string(rank) +
+                      ", expected 0 <= rank < nranks = " + std::to_string(nranks));
+    }
+    auto timeout = grove::detail::Config::fromEnvironment().timeout;
+    auto handle = std::make_unique<groveComm>();
+    handle->comm =
+        grove::detail::joinInProcessGroup(grove::capi::keyOf(commId), nranks, rank, timeout);
+    *comm = handle.release();
+  });
+}
+
+groveResult_t groveCommInitAll(groveComm_t* comms, int ndev, const int* devlist) {
+  return guarded("groveCommInitAll", [&] {
+    requireNonNull(comms, "comms");
+    if (ndev < 1) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "ndev is " + std::to_string(ndev) + ", expected at least 1");
+    }
+    if (devlist != nullptr) {
+      for (int i = 0; i < ndev; ++i) {
+        if (devlist[i] < 0) {
+          throw Error(ErrorCode::kInvalidArgument, "devlist[" + std::to_string(i) + "] is " +
+                                                       std::to_string(devlist[i]) +
+                                                       ", expected a non-negative label");
+        }
+        for (int j = 0; j < i; ++j) {
+          if (devlist[j] == devlist[i]) {
+            throw Error(ErrorCode::kInvalidArgument,
+                        "devlist[" + std::to_string(i) + "] repeats devlist[" + std::to_string(j) +
+                            "] = " + std::to_string(devlist[i]) + ", expected distinct labels");
+          }
+        }
+      }
+    }
+    std::vector<Communicator> group = Communicator::createInProcess(ndev);
+    std::vector<std::unique_ptr<groveComm>> handles;
+    handles.reserve(group.size());
+    for (Communicator& c : group) {
+      handles.push_back(std::make_unique<groveComm>());
+      handles.back()->comm = std::move(c);
+    }
+    for (int i = 0; i < ndev; ++i) comms[i] = handles[static_cast<size_t>(i)].release();
+  });
+}
+
+groveResult_t groveCommSplit(groveComm_t comm, int color, int key, groveComm_t* newcomm,
+                             void* config) {
+  return guarded("groveCommSplit", [&] {
+    Communicator& c = grove::capi::communicatorOf(comm);
+    requireNonNull(newcomm, "newcomm");
+    *newcomm = nullptr;
+    if (config != nullptr) {
+      throw Error(ErrorCode::kInvalidArgument, "config is not NULL, expected NULL (reserved)");
+    }
+    if (color < GROVE_SPLIT_NOCOLOR) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "color is " + std::to_string(color) + " on rank " + std::to_string(c.rank()) +
+                      ", expected a non-negative color or GROVE_SPLIT_NOCOLOR (-1)");
+    }
+    if (grove::capi::inGroup()) {
+      throw Error(ErrorCode::kInvalidUsage,
+                  "called inside a group on rank " + std::to_string(c.rank()) +
+                      "; split each rank from its own thread, outside groups");
+    }
+    Communicator part = c.split(color, key);
+    if (part.valid()) {
+      auto handle = std::make_unique<groveComm>();
+      handle->comm = std::move(part);
+      *newcomm = handle.release();
+    }
+  });
+}
+
+groveResult_t groveCommAbort(groveComm_t comm) {
+  return guarded("groveCommAbort", [&] {
+    if (comm == nullptr) return;
+    auto& touched = grove::capi::tGroup.touched;
+    touched.erase(std::remove(touched.begin(), touched.end(), comm), touched.end());
+    std::unique_ptr<groveComm> owner(comm);
+    owner->comm.abort();
+  });
+}
+
+groveResult_t groveCommDestroy(groveComm_t comm) {
+  return guarded("groveCommDestroy", [&] {
+    if (comm == nullptr) return;
+    if (grove::capi::touchedByGroup(comm)) {
+      throw Error(ErrorCode::kInvalidUsage,
+                  "comm of rank " + std::to_string(comm->comm.rank()) +
+                      " has calls queued in this thread's open group; call groveGroupEnd "
+                      "first (or groveCommAbort)");
+    }
+    delete comm;
+  });
+}
+
+groveResult_t groveCommCount(const groveComm_t comm, int* count) {
+  return guarded("groveCommCount", [&] {
+    Communicator& c = grove::capi::communicatorOf(comm);
+    requireNonNull(count, "count");
+    *count = c.size();
+  });
+}
+
+groveResult_t groveCommUserRank(const groveComm_t comm, int* rank) {
+  return guarded("groveCommUserRank", [&] {
+    Communicator& c = grove::capi::communicatorOf(comm);
+    requireNonNull(rank, "rank");
+    *rank = c.rank();
+  });
+}
+
+groveResult_t groveCommGetAsyncError(groveComm_t comm, groveResult_t* asyncError) {
+  return guarded("groveCommGetAsyncError", [&] {
+    Communicator& c = grove::capi::communicatorOf(comm);
+    requireNonNull(asyncError, "asyncError");
+    *asyncError = static_cast<groveResult_t>(c.getAsyncError());
+  });
+}
+
+groveResult_t groveGroupStart(void) {
+  return guarded("groveGroupStart", [] { ++grove::capi::tGroup.depth; });
+}
+
+groveResult_t groveGroupEnd(void) {
+  using grove::capi::tGroup;
+  if (tGroup.depth == 0) {
+    return guarded("groveGroupEnd", [] {
+      throw Error(ErrorCode::kInvalidUsage, "no group is open on this thread");
+    });
+  }
+  if (--tGroup.depth > 0) return groveSuccess;
+  std::vector<groveComm_t> touched = std::move(tGroup.touched);
+  ErrorCode firstError = tGroup.firstError;
+  std::string firstMessage = std::move(tGroup.firstMessage);
+  tGroup = {};
+  std::pair<ErrorCode, std::string> outcome{ErrorCode::kSuccess, {}};
+  groveResult_t result =
+      guarded("groveGroupEnd", [&] { outcome = grove::capi::runGroups(touched); });
+  if (firstError != ErrorCode::kSuccess) {
+    grove::capi::setLastError(std::move(firstMessage));
+    return static_cast<groveResult_t>(firstError);
+  }
+  if (outcome.first != ErrorCode::kSuccess) {
+    grove::capi::setLastError(std::move(outcome.second));
+    return static_cast<groveResult_t>(outcome.first);
+  }
+  return result;
+}
+
+const char* groveGetErrorString(groveResult_t result) {
+  switch (result) {
+    case groveSuccess:
+      return "no error";
+    case groveUnhandledCudaError:
+      return "unhandled cuda error";
+    case groveSystemError:
+      return "unhandled system error";
+    case groveInternalError:
+      return "internal error";
+    case groveInvalidArgument:
+      return "invalid argument";
+    case groveInvalidUsage:
+      return "invalid usage";
+    case groveRemoteError:
+      return "remote process exited or there was a network error";
+    case groveInProgress:
+      return "operation in progress";
+    case groveTimeout:
+      return "timeout";
+    case groveNumResults:
+      break;
+  }
+  return "unknown result code";
+}
+
+const char* groveGetLastError(groveComm_t /*comm*/) { return grove::capi::tLastError.c_str(); }
+
+}  // extern "C"

@@ -1,0 +1,202 @@
+#include "core/collective_call.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/comm_state.hpp"
+#include "core/validate.hpp"
+
+namespace grove::detail {
+namespace {
+
+using plan::Collective;
+
+const char* offset(const void* base, size_t bytes) {
+  return reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(base) + bytes);
+}
+
+std::shared_ptr<Operation> completed(CommState& state) {
+  auto op = state.newOperation();
+  op->state = Operation::State::kDone;
+  return op;
+}
+
+std::shared_ptr<Operation> issuePointToPoint(CommState& state, const CollectiveCall& call,
+                                             const CallSite& site) {
+  bool isSend = call.recvbuf == nullptr && call.sendbuf != nullptr;
+  if (call.sendbuf == nullptr && call.recvbuf == nullptr) isSend = std::string_view(call.name) == "send";
+  checkRank(site, "peer", call.root);
+  size_t bytes = checkedBytes(site, "count", call.count, 1, call.type);
+  auto op = state.newOperation();
+  op->collective = Collective::kSendRecv;
+  op->sequence = state.nextSequence();
+  op->count = call.count;
+  op->type = call.type;
+  Transfer transfer;
+  transfer.isSend = isSend;
+  transfer.peer = call.root;
+  transfer.buffer = isSend ? const_cast<char*>(static_cast<const char*>(call.sendbuf))
+                           : static_cast<char*>(call.recvbuf);
+  transfer.bytes = bytes;
+  op->transfers.push_back(transfer);
+  return state.submit(op);
+}
+
+// Checks allToAllv's four arrays and turns them into chunk extents.
+void allToAllvExtents(const CallSite& site, const CollectiveCall& call, Operation& op,
+                      size_t* sendElems, size_t* recvElems) {
+  const size_t n = static_cast<size_t>(site.size);
+  const std::span<const size_t>* arrays[] = {&call.sendCounts, &call.sendDispls, &call.recvCounts,
+                                             &call.recvDispls};
+  const char* names[] = {"sendCounts", "sendDispls", "recvCounts", "recvDispls"};
+  for (int i = 0; i < 4; ++i) {
+    if (arrays[i]->size() != n) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("grove allToAllv (rank {} of {}): {} has {} entries (expected {}, "
+                              "one per rank)",
+                              site.rank, site.size, names[i], arrays[i]->size(), n));
+    }
+  }
+  *sendElems = 0;
+  *recvElems = 0;
+  for (size_t q = 0; q < n; ++q) {
+    op.inputExtents.push_back({call.sendDispls[q], call.sendCounts[q]});
+    op.outputExtents.push_back({call.recvDispls[q], call.recvCounts[q]});
+    if (call.sendDispls[q] > SIZE_MAX / 2 || call.sendCounts[q] > SIZE_MAX / 2 ||
+        call.recvDispls[q] > SIZE_MAX / 2 || call.recvCounts[q] > SIZE_MAX / 2) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("grove allToAllv (rank {} of {}): count or displacement for rank "
+                              "{} is too large",
+                              site.rank, site.size, q));
+    }
+    *sendElems = std::max(*sendElems, call.sendDispls[q] + call.sendCounts[q]);
+    *recvElems = std::max(*recvElems, call.recvDispls[q] + call.recvCounts[q]);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
+  checkUsable(state, call.name);
+  const CallSite site{call.name, state.rank(), state.size()};
+  const int n = state.size();
+  const int rank = state.rank();
+  checkType(site, call.type);
+  if (call.collective == Collective::kSendRecv) return issuePointToPoint(state, call, site);
+
+  const bool reduces = call.collective == Collective::kAllReduce ||
+                       call.collective == Collective::kReduce ||
+                       call.collective == Collective::kReduceScatter;
+  if (reduces) checkOp(site, call.op);
+  const bool rooted = call.collective == Collective::kBroadcast ||
+                      call.collective == Collective::kReduce ||
+                      call.collective == Collective::kGather ||
+                      call.collective == Collective::kScatter;
+  if (rooted) checkRank(site, "root", call.root);
+  const bool isRoot = rooted && rank == call.root;
+  const size_t es = dataTypeSize(call.type);
+
+  auto op = state.newOperation();
+  // Elements each buffer must hold on this rank (0 where this rank does not use it), and
+  // the send pointer that makes the call in place.
+  size_t sendElems = 0;
+  size_t recvElems = 0;
+  const void* inPlaceSend = call.recvbuf;
+  const char* inPlaceForm = "sendbuf == recvbuf";
+  const size_t count = call.count;
+  const size_t all = count * static_cast<size_t>(n);
+  checkedBytes(site, "count", count, static_cast<size_t>(n), call.type);
+  switch (call.collective) {
+    case Collective::kAllReduce:
+      sendElems = recvElems = count;
+      break;
+    case Collective::kBroadcast:
+      sendElems = isRoot ? count : 0;
+      recvElems = count;
+      break;
+    case Collective::kReduce:
+      sendElems = count;
+      recvElems = isRoot ? count : 0;
+      break;
+    case Collective::kAllGather:
+      sendElems = count;
+      recvElems = all;
+      inPlaceSend = offset(call.recvbuf, rank * count * es);
+      inPlaceForm = "sendbuf == recvbuf + rank * count";
+      break;
+    case Collective::kReduceScatter:
+      sendElems = all;
+      recvElems = count;
+      inPlaceSend = offset(call.recvbuf, -static_cast<intptr_t>(rank * count * es));
+      inPlaceForm = "recvbuf == sendbuf + rank * count";
+      break;
+    case Collective::kAllToAll:
+      sendElems = recvElems = all;
+      break;
+    case Collective::kAllToAllv:
+      allToAllvExtents(site, call, *op, &sendElems, &recvElems);
+      break;
+    case Collective::kGather:
+      sendElems = count;
+      recvElems = isRoot ? all : 0;
+      inPlaceSend = offset(call.recvbuf, call.root * count * es);
+      inPlaceForm = "sendbuf == recvbuf + root * count";
+      break;
+    case Collective::kScatter:
+      sendElems = isRoot ? all : 0;
+      recvElems = count;
+      inPlaceSend = offset(call.recvbuf, -static_cast<intptr_t>(call.root * count * es));
+      inPlaceForm = "recvbuf == sendbuf + root * count";
+      break;
+    case Collective::kBarrier:
+    case Collective::kSendRecv:
+      break;
+  }
+  checkBuffer(site, "sendbuf", call.sendbuf, sendElems, call.type);
+  checkBuffer(site, "recvbuf", call.recvbuf, recvElems, call.type);
+  bool inPlace = checkOverlap(site, call.sendbuf, sendElems * es, call.recvbuf, recvElems * es,
+                              sendElems > 0 && recvElems > 0 ? inPlaceSend : nullptr, inPlaceForm);
+
+  if (count == 0 && call.collective != Collective::kBarrier &&
+      call.collective != Collective::kAllToAllv) {
+    return completed(state);
+  }
+
+  plan::PlanRequest request{call.collective, n, rank, rooted ? call.root : -1,
+                            call.collective == Collective::kAllToAllv ? sendElems : count,
+                            call.type, call.op};
+  const algo::Algorithm& algorithm = state.chooseAlgorithm(request, call.options->algorithm);
+  const exec::BoundPlan& bound = state.boundPlan(algorithm, request);
+
+  op->collective = call.collective;
+  op->sequence = state.nextSequence();
+  op->count = count;
+  op->type = call.type;
+  op->op = call.op;
+  op->root = rooted ? call.root : -1;
+  op->algorithm = algorithm.name;
+  op->plan = &bound;
+  const uint32_t k = bound.plan.chunksPerBlock;
+  exec::CallBuffers& buffers = op->buffers;
+  buffers.type = call.type;
+  buffers.op = call.op;
+  buffers.nranks = n;
+  buffers.tileElems = std::max<size_t>(1, state.config().slotBytes / es);
+  buffers.input = {sendElems > 0 ? const_cast<char*>(static_cast<const char*>(call.sendbuf))
+                                 : nullptr,
+                   count, k};
+  buffers.output = {recvElems > 0 ? static_cast<char*>(call.recvbuf) : nullptr, count, k};
+  buffers.scratch = {nullptr, count, k};
+  op->scratchBytes = bound.plan.scratchBlocks * count * es;
+  if (inPlace && (call.collective == Collective::kAllToAll ||
+                  call.collective == Collective::kAllToAllv)) {
+    // The pairwise exchange overwrites blocks it has yet to send: stage the input.
+    op->stageFrom = static_cast<const char*>(call.sendbuf);
+    op->stageBytes = sendElems * es;
+  }
+  return state.submit(op);
+}
+
+}  // namespace grove::detail

@@ -1,0 +1,341 @@
+#include "core/comm_state.hpp"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/log.hpp"
+#include "plan/printer.hpp"
+#include "plan/verifier.hpp"
+
+namespace grove::detail {
+
+using Clock = std::chrono::steady_clock;
+
+CommState::CommState(std::unique_ptr<transport::Transport> transport, Config config)
+    : rank_(transport->rank()),
+      size_(transport->size()),
+      config_(std::move(config)),
+      transport_(std::move(transport)) {}
+
+CommState::~CommState() {
+  failQueued(ErrorCode::kInvalidUsage, "the communicator was destroyed");
+  if (scratch_ != nullptr) munmap(scratch_, scratchBytes_);
+}
+
+std::shared_ptr<Operation> CommState::newOperation() {
+  for (auto& op : pool_) {
+    if (op.use_count() == 1) {
+      op->reset();
+      op->comm = this;
+      return op;
+    }
+  }
+  auto op = std::make_shared<Operation>();
+  op->comm = this;
+  if (pool_.size() < 64) pool_.push_back(op);
+  return op;
+}
+
+const algo::Algorithm& CommState::chooseAlgorithm(const plan::PlanRequest& request,
+                                                  std::string_view forced) {
+  SelectionKey key{static_cast<int>(request.collective), request.count,
+                   static_cast<int>(request.type), static_cast<int>(request.op), request.root,
+                   std::string(forced)};
+  auto found = selections_.find(key);
+  if (found != selections_.end()) return *found->second;
+  algo::Selection selection = algo::select(request, forced, config_.algo);
+  log::info(rank_, "{} count {} {}: {}", plan::toString(request.collective), request.count,
+            toString(request.type), selection.reason);
+  if (selections_.size() > 4096) selections_.clear();
+  selections_.emplace(std::move(key), selection.algorithm);
+  return *selection.algorithm;
+}
+
+const exec::BoundPlan& CommState::boundPlan(const algo::Algorithm& algorithm,
+                                            const plan::PlanRequest& request) {
+  auto key = std::make_pair(&algorithm, request.root);
+  auto found = plans_.find(key);
+  if (found != plans_.end()) return *found->second;
+  plan::Plan built = algorithm.build(request);
+  if (config_.verifyPlans) {
+    std::vector<plan::Plan> all;
+    for (int r = 0; r < size_; ++r) {
+      plan::PlanRequest other = request;
+      other.rank = r;
+      all.push_back(r == rank_ ? built : algorithm.build(other));
+    }
+    plan::VerifyResult result = plan::verify(all);
+    if (!result.ok) {
+      throw Error(ErrorCode::kInternalError,
+                  fmt::format("grove: plan {} for {} failed verification on rank {}: {}",
+                              algorithm.name, plan::toString(request.collective), rank_,
+                              result.error));
+    }
+  }
+  if (log::enabled(log::Level::kTrace)) log::trace(rank_, "{}", plan::toText(built));
+  auto bound = std::make_unique<exec::BoundPlan>(exec::BoundPlan::bind(std::move(built), *transport_));
+  return *plans_.emplace(key, std::move(bound)).first->second;
+}
+
+std::shared_ptr<Operation> CommState::submit(std::shared_ptr<Operation> op) {
+  op->deadline = Clock::now() + config_.timeout;
+  if (groupDepth_ > 0) {
+    if (op->plan == nullptr) {
+      for (auto& held : grouped_) {
+        if (held->plan == nullptr) {  // merge into the group's point-to-point batch
+          for (Transfer& transfer : op->transfers) held->transfers.push_back(transfer);
+          return held;
+        }
+      }
+    }
+    op->state = Operation::State::kQueued;
+    grouped_.push_back(op);
+    return op;
+  }
+  op->state = Operation::State::kQueued;
+  queue_.push_back(op);
+  return op;
+}
+
+void CommState::groupStart() { ++groupDepth_; }
+
+std::shared_ptr<Operation> CommState::groupEnd() {
+  if (groupDepth_ == 0) {
+    throw Error(ErrorCode::kInvalidUsage,
+                fmt::format("grove groupEnd (rank {} of {}): no group was started", rank_, size_));
+  }
+  if (--groupDepth_ > 0) return nullptr;
+  std::shared_ptr<Operation> last;
+  for (auto& op : grouped_) {
+    queue_.push_back(op);
+    last = op;
+  }
+  grouped_.clear();
+  return last;
+}
+
+void CommState::start(Operation& op) {
+  op.started = true;
+  if (op.plan == nullptr) {
+    for (Transfer& transfer : op.transfers) {
+      transfer.fifo = transfer.isSend ? &transport_->sendFifo(transfer.peer, 0)
+                                      : &transport_->recvFifo(transfer.peer, 0);
+    }
+    return;
+  }
+  if (op.scratchBytes + op.stageBytes > 0) {
+    char* base = scratch(op.scratchBytes + op.stageBytes);
+    op.buffers.scratch.base = base;
+    if (op.stageBytes > 0) {
+      memcpy(base + op.scratchBytes, op.stageFrom, op.stageBytes);
+      op.buffers.input.base = base + op.scratchBytes;
+    }
+  }
+  if (!op.inputExtents.empty()) op.buffers.input.explicitExtents = op.inputExtents.data();
+  if (!op.outputExtents.empty()) op.buffers.output.explicitExtents = op.outputExtents.data();
+  op.execution.start(*op.plan, op.buffers);
+}
+
+exec::Progress CommState::advanceTransfers(Operation& op) {
+  bool moved = false;
+  bool pending = false;
+  const size_t slot = config_.slotBytes;
+  for (size_t i = 0; i < op.transfers.size(); ++i) {
+    Transfer& t = op.transfers[i];
+    if (t.messages > 0 && t.moved == t.bytes) continue;
+    // Transfers with the same peer and direction go in issue order.
+    bool blockedByEarlier = false;
+    for (size_t j = 0; j < i && !blockedByEarlier; ++j) {
+      const Transfer& e = op.transfers[j];
+      blockedByEarlier = e.isSend == t.isSend && e.peer == t.peer &&
+                         !(e.messages > 0 && e.moved == e.bytes);
+    }
+    pending = true;
+    if (blockedByEarlier) continue;
+    while (t.messages == 0 || t.moved < t.bytes) {
+      size_t piece = std::min(slot, t.bytes - t.moved);
+      if (t.isSend) {
+        void* out = t.fifo->tryAcquire();
+        if (out == nullptr) break;
+        if (piece) memcpy(out, t.buffer + t.moved, piece);
+        t.fifo->commit(piece);
+      } else {
+        size_t got = 0;
+        const void* in = t.fifo->tryPeek(&got);
+        if (in == nullptr) break;
+        if (got != piece) {
+          op.message = fmt::format(
+              "recv from rank {} of {} bytes got a message of {} bytes where {} were expected "
+              "(does the sender's count and type match?)",
+              t.peer, t.bytes, got, piece);
+          return exec::Progress::kFailed;
+        }
+        if (piece) memcpy(t.buffer + t.moved, in, piece);
+        t.fifo->release();
+      }
+      t.moved += piece;
+      ++t.messages;
+      moved = true;
+    }
+  }
+  bool done = true;
+  for (const Transfer& t : op.transfers) done = done && t.messages > 0 && t.moved == t.bytes;
+  if (done || !pending) return exec::Progress::kDone;
+  return moved ? exec::Progress::kMoved : exec::Progress::kBlocked;
+}
+
+exec::Progress CommState::advance(Operation& op) {
+  if (!op.started) start(op);
+  if (op.plan == nullptr) return advanceTransfers(op);
+  exec::Progress progress = op.execution.advance();
+  if (progress == exec::Progress::kFailed) op.message = op.execution.error();
+  return progress;
+}
+
+bool CommState::poll() {
+  bool moved = false;
+  while (!queue_.empty()) {
+    Operation& op = *queue_.front();
+    exec::Progress progress;
+    try {
+      progress = advance(op);
+    } catch (const Error& error) {
+      op.message = error.what();
+      progress = exec::Progress::kFailed;
+    }
+    if (progress == exec::Progress::kFailed) {
+      std::string reason = op.message;
+      fail(op, ErrorCode::kInvalidUsage,
+           fmt::format("grove: {} failed on rank {} of {}: {}", op.describe(), rank_, size_, reason));
+      return true;
+    }
+    if (progress == exec::Progress::kDone) {
+      op.state = Operation::State::kDone;
+      queue_.pop_front();
+      moved = true;
+      continue;
+    }
+    moved = moved || progress == exec::Progress::kMoved;
+    break;
+  }
+  return moved;
+}
+
+std::string CommState::waitDescription(const Operation& op) const {
+  if (op.plan == nullptr) {
+    for (const Transfer& t : op.transfers) {
+      if (t.messages == 0 || t.moved < t.bytes) {
+        return fmt::format("{} rank {} ({} of {} bytes moved)", t.isSend ? "sending to" : "receiving from",
+                           t.peer, t.moved, t.bytes);
+      }
+    }
+    return "nothing";
+  }
+  exec::WaitPoint point = op.execution.waitPoint();
+  return fmt::format("{} rank {} (channel {}, step {}, tile {})",
+                     point.sending ? "sending to" : "receiving from", point.peer, point.channel,
+                     point.step, point.tile);
+}
+
+bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
+  transport::Doorbell& bell = transport_->doorbell();
+  auto spinEnd = Clock::now() + config_.spin;
+  uint32_t polls = 0;
+  while (!op.finished()) {
+    if (poll()) {
+      polls = 0;
+      spinEnd = Clock::now() + config_.spin;
+      continue;
+    }
+    if (op.finished()) break;
+    if (int peer = transport_->failedPeer(); peer >= 0) {
+      failQueued(ErrorCode::kRemoteError,
+                 fmt::format("rank {} failed or aborted; this rank cannot complete the call", peer));
+      break;
+    }
+    if ((++polls & 63) != 0) {
+      transport::cpuRelax();
+      continue;
+    }
+    auto now = Clock::now();
+    Operation& head = *queue_.front();
+    if (now >= head.deadline) {
+      std::string where = waitDescription(head);
+      fail(head, ErrorCode::kTimeout,
+           fmt::format("grove: {} on rank {} of {} timed out after {} s {}", head.describe(), rank_,
+                       size_, std::chrono::duration_cast<std::chrono::seconds>(config_.timeout).count(),
+                       where));
+      break;
+    }
+    if (until && now >= *until) return false;
+    if (now < spinEnd) continue;
+    uint32_t sequence = transport::prepareSleep(bell);
+    if (poll()) {
+      transport::cancelSleep(bell);
+      spinEnd = Clock::now() + config_.spin;
+      continue;
+    }
+    auto wake = std::min(head.deadline, now + std::chrono::milliseconds(100));
+    if (until) wake = std::min(wake, *until);
+    transport::sleep(bell, sequence, wake - now);
+    transport::cancelSleep(bell);
+  }
+  return true;
+}
+
+void CommState::fail(Operation& op, ErrorCode code, const std::string& message) {
+  if (asyncError_ == ErrorCode::kSuccess) asyncError_ = code;
+  op.state = Operation::State::kFailed;
+  op.error = code;
+  op.message = message;
+  // The connections are in an unknown state now: nothing queued can complete, and the
+  // peers must hear about it instead of waiting for this rank.
+  transport_->abort();
+  failQueued(ErrorCode::kRemoteError, "an earlier operation on this communicator failed: " + message);
+}
+
+void CommState::failQueued(ErrorCode code, const std::string& reason) {
+  if (asyncError_ == ErrorCode::kSuccess && !queue_.empty()) asyncError_ = code;
+  for (auto& op : queue_) {
+    if (op->finished()) continue;
+    op->state = Operation::State::kFailed;
+    op->error = code;
+    op->message = fmt::format("grove: {} on rank {} of {}: {}", op->describe(), rank_, size_, reason);
+  }
+  queue_.clear();
+}
+
+void CommState::abort() {
+  if (aborted_.exchange(true)) return;
+  if (asyncError_ == ErrorCode::kSuccess) asyncError_ = ErrorCode::kInvalidUsage;
+  transport_->abort();
+  failQueued(ErrorCode::kInvalidUsage, "the communicator was aborted");
+  for (auto& op : grouped_) {
+    op->state = Operation::State::kFailed;
+    op->error = ErrorCode::kInvalidUsage;
+    op->message = "grove: " + op->describe() + ": the communicator was aborted";
+  }
+  grouped_.clear();
+}
+
+char* CommState::scratch(size_t bytes) {
+  if (bytes <= scratchBytes_) return scratch_;
+  if (scratch_ != nullptr) munmap(scratch_, scratchBytes_);
+  size_t rounded = (bytes + 4095) / 4096 * 4096;
+  void* memory = mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (memory == MAP_FAILED) {
+    scratch_ = nullptr;
+    scratchBytes_ = 0;
+    throw Error(ErrorCode::kSystemError,
+                fmt::format("grove: cannot map {} bytes of scratch memory on rank {}: {}", rounded,
+                            rank_, strerror(errno)));
+  }
+  scratch_ = static_cast<char*>(memory);
+  scratchBytes_ = rounded;
+  return scratch_;
+}
+
+}  // namespace grove::detail

@@ -1,0 +1,104 @@
+// The state behind a Communicator handle: transport, configuration, plan caches, the queue
+// of operations in flight and the waiting policy (spin briefly, then sleep on the doorbell).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "algo/registry.hpp"
+#include "core/config.hpp"
+#include "core/operation.hpp"
+#include "exec/executor.hpp"
+#include "transport/transport.hpp"
+
+namespace grove::detail {
+
+class CommState {
+ public:
+  CommState(std::unique_ptr<transport::Transport> transport, Config config);
+  ~CommState();
+  CommState(const CommState&) = delete;
+  CommState& operator=(const CommState&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const Config& config() const { return config_; }
+  transport::Transport& transport() { return *transport_; }
+
+  /// An idle operation to fill in (recycled: no allocation once warm).
+  std::shared_ptr<Operation> newOperation();
+
+  /// The algorithm for a call shape: `forced` (a call option) or GROVE_ALGO or the cheapest.
+  /// Cached per shape; the choice is logged at GROVE_DEBUG=INFO the first time.
+  const algo::Algorithm& chooseAlgorithm(const plan::PlanRequest& request,
+                                         std::string_view forced);
+  /// `algorithm`'s plan for this rank bound to this rank's connections; built, verified in
+  /// debug builds and cached on first use.
+  const exec::BoundPlan& boundPlan(const algo::Algorithm& algorithm,
+                                   const plan::PlanRequest& request);
+
+  /// Queues `op` (or holds it until groupEnd inside a group). Returns the operation whose
+  /// completion means `op` is complete: `op` itself, or the group's point-to-point batch it
+  /// was merged into.
+  std::shared_ptr<Operation> submit(std::shared_ptr<Operation> op);
+  /// Advances queued operations until `op` finishes or `until` passes; false on the latter.
+  bool waitFor(Operation& op, std::optional<std::chrono::steady_clock::time_point> until);
+  /// Advances queued operations without blocking; true if anything moved.
+  bool poll();
+
+  // Groups.
+  void groupStart();
+  /// Ends the outermost group: queues the held operations (point-to-point ones merged into
+  /// one concurrent batch); returns the operation that completes last, or nullptr.
+  std::shared_ptr<Operation> groupEnd();
+  bool inGroup() const { return groupDepth_ > 0; }
+
+  /// Marks this rank failed: in-flight and later calls fail, peers are told.
+  void abort();
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+  ErrorCode asyncError() const { return asyncError_; }
+
+  uint64_t nextSequence() { return ++sequence_; }
+  uint64_t nextSplitSequence() { return ++splitSequence_; }
+  /// Scratch memory of at least `bytes`, grown (and pre-faulted) only when needed.
+  char* scratch(size_t bytes);
+
+ private:
+  void start(Operation& op);
+  exec::Progress advance(Operation& op);
+  exec::Progress advanceTransfers(Operation& op);
+  void fail(Operation& op, ErrorCode code, const std::string& message);
+  void failQueued(ErrorCode code, const std::string& reason);
+  std::string waitDescription(const Operation& op) const;
+
+  int rank_;
+  int size_;
+  Config config_;
+  std::unique_ptr<transport::Transport> transport_;
+
+  std::deque<std::shared_ptr<Operation>> queue_;
+  std::vector<std::shared_ptr<Operation>> pool_;
+  int groupDepth_ = 0;
+  std::vector<std::shared_ptr<Operation>> grouped_;
+
+  using SelectionKey = std::tuple<int, size_t, int, int, int, std::string>;
+  std::map<SelectionKey, const algo::Algorithm*> selections_;
+  std::map<std::pair<const algo::Algorithm*, int>, std::unique_ptr<exec::BoundPlan>> plans_;
+
+  char* scratch_ = nullptr;
+  size_t scratchBytes_ = 0;
+
+  std::atomic<bool> aborted_{false};
+  ErrorCode asyncError_ = ErrorCode::kSuccess;
+  uint64_t sequence_ = 0;
+  uint64_t splitSequence_ = 0;
+};
+
+}  // namespace grove::detail

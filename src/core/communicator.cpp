@@ -1,0 +1,254 @@
+// Communicator: argument checking and the translation of each call into an operation (a
+// bound plan over the caller's buffers, or point-to-point transfers) that CommState runs.
+#include "grove/communicator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "core/collective_call.hpp"
+#include "core/comm_state.hpp"
+#include "core/validate.hpp"
+#include "transport/inproc/inproc_transport.hpp"
+
+namespace grove {
+
+using detail::CollectiveCall;
+using detail::CommState;
+using plan::Collective;
+
+// ---- Request ---------------------------------------------------------------------------
+
+Request::Request(std::shared_ptr<detail::Operation> op) : op_(std::move(op)) {}
+Request::~Request() = default;
+Request::Request(Request&&) noexcept = default;
+Request& Request::operator=(Request&&) noexcept = default;
+
+namespace {
+
+void throwIfFailed(const detail::Operation& op) {
+  if (op.state == detail::Operation::State::kFailed) throw Error(op.error, op.message);
+}
+
+void requireValid(const std::shared_ptr<detail::Operation>& op) {
+  if (!op) throw Error(ErrorCode::kInvalidUsage, "grove Request: this request holds no operation");
+}
+
+}  // namespace
+
+bool Request::test() {
+  requireValid(op_);
+  if (!op_->finished() && op_->comm != nullptr) op_->comm->poll();
+  throwIfFailed(*op_);
+  return op_->finished();
+}
+
+void Request::wait() {
+  requireValid(op_);
+  if (!op_->finished() && op_->comm != nullptr) op_->comm->waitFor(*op_, std::nullopt);
+  throwIfFailed(*op_);
+}
+
+bool Request::wait(std::chrono::steady_clock::time_point deadline) {
+  requireValid(op_);
+  if (!op_->finished() && op_->comm != nullptr) op_->comm->waitFor(*op_, deadline);
+  throwIfFailed(*op_);
+  return op_->finished();
+}
+
+// ---- Communicator ----------------------------------------------------------------------
+
+Communicator::Communicator() = default;
+Communicator::~Communicator() = default;
+Communicator::Communicator(Communicator&&) noexcept = default;
+Communicator& Communicator::operator=(Communicator&&) noexcept = default;
+Communicator::Communicator(std::shared_ptr<CommState> state) : state_(std::move(state)) {}
+
+std::vector<Communicator> Communicator::createInProcess(int nranks) {
+  if (nranks < 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("grove createInProcess: nranks is {} (expected at least 1)", nranks));
+  }
+  detail::Config config = detail::Config::fromEnvironment();
+  auto world = std::make_shared<transport::InprocWorld>(
+      nranks, transport::FifoGeometry{config.slotBytes, config.fifoDepth});
+  std::vector<Communicator> comms;
+  comms.reserve(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    comms.push_back(Communicator(std::make_shared<CommState>(
+        std::make_unique<transport::InprocTransport>(world, r), config)));
+  }
+  return comms;
+}
+
+CommState& Communicator::state() const {
+  if (!state_) {
+    throw Error(ErrorCode::kInvalidUsage,
+                "grove: this Communicator is empty (default-constructed, moved-from or the "
+                "result of split with color -1)");
+  }
+  return *state_;
+}
+
+int Communicator::rank() const { return state().rank(); }
+int Communicator::size() const { return state().size(); }
+
+namespace {
+
+// Runs `call` to completion (or queues it inside a group).
+void run(CommState& state, const CollectiveCall& call) {
+  auto op = detail::issue(state, call);
+  if (!state.inGroup()) {
+    state.waitFor(*op, std::nullopt);
+    throwIfFailed(*op);
+  }
+}
+
+}  // namespace
+
+#define GROVE_BLOCKING_AND_ASYNC(NAME, PARAMS, CALL)                               \
+  void Communicator::NAME PARAMS { run(state(), CALL); }                           \
+  Request Communicator::NAME##Async PARAMS {                                       \
+    return Request(detail::issue(state(), CALL));                                  \
+  }
+
+GROVE_BLOCKING_AND_ASYNC(allReduce,
+                         (const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                          ReduceOp op, const CallOptions& options),
+                         (CollectiveCall{Collective::kAllReduce, "allReduce", sendbuf, recvbuf,
+                                         count, type, op, -1, &options}))
+GROVE_BLOCKING_AND_ASYNC(broadcast,
+                         (const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
+                          const CallOptions& options),
+                         (CollectiveCall{Collective::kBroadcast, "broadcast", sendbuf, recvbuf,
+                                         count, type, ReduceOp::kSum, root, &options}))
+GROVE_BLOCKING_AND_ASYNC(reduce,
+                         (const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                          ReduceOp op, int root, const CallOptions& options),
+                         (CollectiveCall{Collective::kReduce, "reduce", sendbuf, recvbuf, count,
+                                         type, op, root, &options}))
+GROVE_BLOCKING_AND_ASYNC(allGather,
+                         (const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                          const CallOptions& options),
+                         (CollectiveCall{Collective::kAllGather, "allGather", sendbuf, recvbuf,
+                                         count, type, ReduceOp::kSum, -1, &options}))
+GROVE_BLOCKING_AND_ASYNC(reduceScatter,
+                         (const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                          ReduceOp op, const CallOptions& options),
+                         (CollectiveCall{Collective::kReduceScatter, "reduceScatter", sendbuf,
+                                         recvbuf, count, type, op, -1, &options}))
+GROVE_BLOCKING_AND_ASYNC(allToAll,
+                         (const void* sendbuf, void* recvbuf, size_t count, DataType type,
+                          const CallOptions& options),
+                         (CollectiveCall{Collective::kAllToAll, "allToAll", sendbuf, recvbuf,
+                                         count, type, ReduceOp::kSum, -1, &options}))
+GROVE_BLOCKING_AND_ASYNC(gather,
+                         (const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
+                          const CallOptions& options),
+                         (CollectiveCall{Collective::kGather, "gather", sendbuf, recvbuf, count,
+                                         type, ReduceOp::kSum, root, &options}))
+GROVE_BLOCKING_AND_ASYNC(scatter,
+                         (const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
+                          const CallOptions& options),
+                         (CollectiveCall{Collective::kScatter, "scatter", sendbuf, recvbuf, count,
+                                         type, ReduceOp::kSum, root, &options}))
+
+namespace {
+const CallOptions kNoOptions{};
+}  // namespace
+
+GROVE_BLOCKING_AND_ASYNC(allToAllv,
+                         (const void* sendbuf, std::span<const size_t> sendCounts,
+                          std::span<const size_t> sendDispls, void* recvbuf,
+                          std::span<const size_t> recvCounts, std::span<const size_t> recvDispls,
+                          DataType type, const CallOptions& options),
+                         (CollectiveCall{Collective::kAllToAllv, "allToAllv", sendbuf, recvbuf, 0,
+                                         type, ReduceOp::kSum, -1, &options, sendCounts,
+                                         sendDispls, recvCounts, recvDispls}))
+GROVE_BLOCKING_AND_ASYNC(barrier, (),
+                         (CollectiveCall{Collective::kBarrier, "barrier", nullptr, nullptr, 0,
+                                         DataType::kUint8, ReduceOp::kSum, -1, &kNoOptions}))
+
+#undef GROVE_BLOCKING_AND_ASYNC
+
+void Communicator::send(const void* sendbuf, size_t count, DataType type, int peer) {
+  run(state(), CollectiveCall{Collective::kSendRecv, "send", sendbuf, nullptr, count, type,
+                              ReduceOp::kSum, peer, &kNoOptions});
+}
+void Communicator::recv(void* recvbuf, size_t count, DataType type, int peer) {
+  run(state(), CollectiveCall{Collective::kSendRecv, "recv", nullptr, recvbuf, count, type,
+                              ReduceOp::kSum, peer, &kNoOptions});
+}
+Request Communicator::sendAsync(const void* sendbuf, size_t count, DataType type, int peer) {
+  return Request(detail::issue(state(), CollectiveCall{Collective::kSendRecv, "send", sendbuf,
+                                                        nullptr, count, type, ReduceOp::kSum,
+                                                        peer, &kNoOptions}));
+}
+Request Communicator::recvAsync(void* recvbuf, size_t count, DataType type, int peer) {
+  return Request(detail::issue(state(), CollectiveCall{Collective::kSendRecv, "recv", nullptr,
+                                                        recvbuf, count, type, ReduceOp::kSum,
+                                                        peer, &kNoOptions}));
+}
+
+void Communicator::groupStart() {
+  detail::checkUsable(state(), "groupStart");
+  state().groupStart();
+}
+
+void Communicator::groupEnd() {
+  CommState& s = state();
+  auto last = s.groupEnd();
+  if (last) {
+    s.waitFor(*last, std::nullopt);
+    throwIfFailed(*last);
+  }
+}
+
+Request Communicator::groupEndAsync() {
+  CommState& s = state();
+  auto last = s.groupEnd();
+  if (!last) {
+    last = s.newOperation();
+    last->state = detail::Operation::State::kDone;
+  }
+  return Request(std::move(last));
+}
+
+Communicator Communicator::split(int color, int key) {
+  CommState& s = state();
+  detail::checkUsable(s, "split");
+  if (color < -1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("grove split (rank {} of {}): color {} is negative (expected >= 0, "
+                            "or -1 for no communicator)",
+                            s.rank(), s.size(), color));
+  }
+  if (s.inGroup()) {
+    throw Error(ErrorCode::kInvalidUsage,
+                fmt::format("grove split (rank {} of {}): cannot split inside a group", s.rank(),
+                            s.size()));
+  }
+  const int64_t mine[2] = {color, key};
+  std::vector<int64_t> all(2 * static_cast<size_t>(s.size()));
+  allGather(mine, all.data(), 2, DataType::kInt64);
+  std::vector<std::pair<int64_t, int>> members;  // (key, old rank) of this color
+  for (int q = 0; q < s.size(); ++q) {
+    if (all[2 * q] == color) members.emplace_back(all[2 * q + 1], q);
+  }
+  uint64_t sequence = s.nextSplitSequence();
+  if (color == -1) return Communicator();
+  std::sort(members.begin(), members.end());
+  int newRank = 0;
+  while (members[newRank].second != s.rank()) ++newRank;
+  auto transport =
+      s.transport().split(sequence, color, static_cast<int>(members.size()), newRank);
+  return Communicator(std::make_shared<CommState>(std::move(transport), s.config()));
+}
+
+void Communicator::abort() { state().abort(); }
+
+ErrorCode Communicator::getAsyncError() const { return state().asyncError(); }
+
+}  // namespace grove

@@ -1,0 +1,46 @@
+#include "core/config.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+
+#include "grove/error.hpp"
+
+namespace grove::detail {
+namespace {
+
+// Parses an unsigned decimal environment variable in [min, max]; unset keeps `fallback`.
+uint64_t readNumber(const char* name, uint64_t fallback, uint64_t min, uint64_t max) {
+  const char* text = getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  std::string_view view(text);
+  uint64_t value = 0;
+  auto [end, error] = std::from_chars(view.data(), view.data() + view.size(), value);
+  if (error != std::errc() || end != view.data() + view.size() || value < min || value > max) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("grove: environment variable ") + name + "='" + text +
+                    "' is not valid; expected an integer in [" + std::to_string(min) + ", " +
+                    std::to_string(max) + "]");
+  }
+  return value;
+}
+
+}  // namespace
+
+Config Config::fromEnvironment() {
+  Config config;
+  if (const char* algo = getenv("GROVE_ALGO")) config.algo = algo;
+  config.timeout = std::chrono::seconds(readNumber("GROVE_TIMEOUT", 300, 1, 86400 * 7));
+  config.slotBytes = readNumber("GROVE_SLOT_BYTES", config.slotBytes, 4096, 64u << 20);
+  if (config.slotBytes % 64 != 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "grove: GROVE_SLOT_BYTES must be a multiple of 64, got " +
+                    std::to_string(config.slotBytes));
+  }
+  config.fifoDepth = static_cast<uint32_t>(readNumber("GROVE_FIFO_DEPTH", 4, 1, 64));
+  config.spin = std::chrono::microseconds(readNumber("GROVE_SPIN_US", 20, 0, 1'000'000));
+  config.verifyPlans = readNumber("GROVE_VERIFY", 0, 0, 1) == 1;
+  return config;
+}
+
+}  // namespace grove::detail

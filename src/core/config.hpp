@@ -1,0 +1,33 @@
+// Settings read from the environment when a communicator is created. Every rank of a
+// communicator must see the same values for the ones that shape the wire (slot size, depth).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace grove::detail {
+
+struct Config {
+  /// GROVE_ALGO: algorithm choice in NCCL_ALGO syntax (see algo::select).
+  std::string algo;
+  /// GROVE_TIMEOUT (seconds, default 300): the longest any wait may take.
+  std::chrono::milliseconds timeout{300'000};
+  /// GROVE_SLOT_BYTES (default 256 KiB, a multiple of 64): bytes per FIFO slot; also the
+  /// executor's tile size.
+  size_t slotBytes = 256 * 1024;
+  /// GROVE_FIFO_DEPTH (default 4): slots per FIFO.
+  uint32_t fifoDepth = 4;
+  /// GROVE_SPIN_US (default 20): how long a waiting rank polls before it sleeps.
+  std::chrono::microseconds spin{20};
+
+  /// GROVE_VERIFY=1: prove every new plan with the symbolic verifier before first use.
+  bool verifyPlans = false;
+
+  /// Reads the variables above; malformed values throw grove::Error(kInvalidArgument)
+  /// naming the variable.
+  static Config fromEnvironment();
+};
+
+}  // namespace grove::detail

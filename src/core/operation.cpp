@@ -1,0 +1,44 @@
+#include "core/operation.hpp"
+
+#include <fmt/format.h>
+
+namespace grove::detail {
+
+void Operation::reset() {
+  collective = plan::Collective::kAllReduce;
+  sequence = 0;
+  count = 0;
+  type = DataType::kFloat32;
+  op = ReduceOp::kSum;
+  root = -1;
+  algorithm = {};
+  plan = nullptr;
+  buffers = {};
+  scratchBytes = 0;
+  inputExtents.clear();
+  outputExtents.clear();
+  stageFrom = nullptr;
+  stageBytes = 0;
+  transfers.clear();
+  state = State::kIdle;
+  error = ErrorCode::kSuccess;
+  message.clear();
+  started = false;
+}
+
+std::string Operation::describe() const {
+  if (plan == nullptr && collective == plan::Collective::kSendRecv) {
+    return fmt::format("send/recv #{} ({} transfers)", sequence, transfers.size());
+  }
+  std::string text = fmt::format("{} #{} (count {} {}", plan::toString(collective), sequence, count,
+                                 toString(type));
+  if (collective == plan::Collective::kAllReduce || collective == plan::Collective::kReduce ||
+      collective == plan::Collective::kReduceScatter) {
+    text += fmt::format(" {}", toString(op));
+  }
+  if (root >= 0) text += fmt::format(", root {}", root);
+  if (!algorithm.empty()) text += fmt::format(", algorithm {}", algorithm);
+  return text + ")";
+}
+
+}  // namespace grove::detail

@@ -1,0 +1,71 @@
+// One call in flight on one rank: a collective running a bound plan, or a batch of
+// point-to-point transfers. The communicator queues operations and advances the oldest.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/executor.hpp"
+#include "grove/error.hpp"
+#include "grove/types.hpp"
+#include "plan/plan.hpp"
+
+namespace grove::detail {
+
+class CommState;
+
+/// A send or receive of `bytes` bytes with one peer, moved in slot-sized messages.
+struct Transfer {
+  bool isSend = false;
+  int peer = -1;
+  char* buffer = nullptr;
+  size_t bytes = 0;
+  size_t moved = 0;
+  size_t messages = 0;  ///< Messages exchanged so far (an empty transfer still sends one).
+  transport::Fifo* fifo = nullptr;
+};
+
+class Operation {
+ public:
+  enum class State { kIdle, kQueued, kDone, kFailed };
+
+  // What the call is, for messages.
+  plan::Collective collective = plan::Collective::kAllReduce;
+  uint64_t sequence = 0;
+  size_t count = 0;
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = -1;
+  std::string_view algorithm;
+
+  // A collective: the plan and the memory it runs over. The scratch base is filled in when
+  // the operation starts, since scratch may grow while earlier operations are queued.
+  const exec::BoundPlan* plan = nullptr;
+  exec::CallBuffers buffers;
+  size_t scratchBytes = 0;
+  std::vector<exec::Extent> inputExtents;   ///< allToAllv's chunks.
+  std::vector<exec::Extent> outputExtents;  ///< allToAllv's chunks.
+  const char* stageFrom = nullptr;  ///< In-place allToAll: input to copy into scratch first.
+  size_t stageBytes = 0;
+  exec::Execution execution;
+
+  // A point-to-point batch.
+  std::vector<Transfer> transfers;
+
+  State state = State::kIdle;
+  ErrorCode error = ErrorCode::kSuccess;
+  std::string message;
+  CommState* comm = nullptr;
+  std::chrono::steady_clock::time_point deadline;
+  bool started = false;
+
+  /// Clears everything for reuse by a new call (keeps vector capacity).
+  void reset();
+  /// "allreduce #3 (count 1000 float sum, algorithm ring)".
+  std::string describe() const;
+  bool finished() const { return state == State::kDone || state == State::kFailed; }
+};
+
+}  // namespace grove::detail

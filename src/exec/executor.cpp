@@ -1,0 +1,205 @@
+#include "exec/executor.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "exec/reduce.hpp"
+#include "fmt/format.h"
+
+namespace grove::exec {
+
+using plan::OpKind;
+
+BoundPlan BoundPlan::bind(plan::Plan plan, transport::Transport& transport) {
+  BoundPlan bound;
+  bound.channels.resize(plan.channels.size());
+  for (size_t c = 0; c < plan.channels.size(); ++c) {
+    for (const plan::Step& step : plan.channels[c].steps) {
+      BoundStep resolved{step};
+      if (plan::receives(step.op)) resolved.recv = &transport.recvFifo(step.recvPeer, step.lane);
+      if (plan::sends(step.op)) resolved.send = &transport.sendFifo(step.sendPeer, step.lane);
+      bound.channels[c].push_back(resolved);
+    }
+  }
+  bound.plan = std::move(plan);
+  return bound;
+}
+
+void Execution::start(const BoundPlan& plan, const CallBuffers& buffers) {
+  plan_ = &plan;
+  buffers_ = buffers;
+  elementBytes_ = dataTypeSize(buffers.type);
+  error_.clear();
+  cursors_.assign(plan.channels.size(), Cursor{});
+  remainingChannels_ = 0;
+  for (size_t c = 0; c < plan.channels.size(); ++c) {
+    uint64_t tiles = 0;
+    for (const BoundStep& bound : plan.channels[c]) {
+      tiles = std::max<uint64_t>(tiles, messagesFor(messageLength(bound.step), buffers.tileElems));
+    }
+    cursors_[c].tiles = tiles;
+    if (tiles > 0) ++remainingChannels_;
+  }
+}
+
+size_t Execution::messageLength(const plan::Step& step) const {
+  bool fromSrc = step.op == OpKind::kSend || step.op == OpKind::kRecvReduceSend;
+  const plan::ChunkRef& ref = fromSrc ? step.src : step.dst;
+  const BufferView& view = ref.buffer == plan::BufferKind::kInput    ? buffers_.input
+                           : ref.buffer == plan::BufferKind::kOutput ? buffers_.output
+                                                                     : buffers_.scratch;
+  return view.chunk(ref.chunk).length;
+}
+
+char* Execution::address(const plan::ChunkRef& ref, uint64_t tile, size_t* elements) const {
+  const BufferView& view = ref.buffer == plan::BufferKind::kInput    ? buffers_.input
+                           : ref.buffer == plan::BufferKind::kOutput ? buffers_.output
+                                                                     : buffers_.scratch;
+  Extent extent = view.chunk(ref.chunk);
+  size_t begin = std::min<size_t>(tile * buffers_.tileElems, extent.length);
+  *elements = std::min(buffers_.tileElems, extent.length - begin);
+  if (view.base == nullptr) return nullptr;
+  return view.base + (extent.offset + begin) * elementBytes_;
+}
+
+bool Execution::dependencyMet(const plan::StepRef& after, uint64_t tile) const {
+  const Cursor& other = cursors_[after.channel];
+  if (other.tile >= other.tiles) return true;
+  return other.tile > tile ||
+         (other.tile == tile && other.step > static_cast<uint32_t>(after.step));
+}
+
+Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
+  const plan::Step& step = bound.step;
+  if (tile >= messagesFor(messageLength(step), buffers_.tileElems)) return StepResult::kFired;
+
+  size_t srcElems = 0;
+  size_t dstElems = 0;
+  char* src = plan::readsSrc(step.op) ? address(step.src, tile, &srcElems) : nullptr;
+  char* dst = plan::writesDst(step.op) ? address(step.dst, tile, &dstElems) : nullptr;
+  bool fromSrc = step.op == OpKind::kSend || step.op == OpKind::kRecvReduceSend;
+  size_t elements = fromSrc ? srcElems : dstElems;
+  if (plan::readsSrc(step.op) && plan::writesDst(step.op) && srcElems != dstElems) {
+    error_ = fmt::format("plan step {} reads {} elements but writes {}", plan::toString(step.op),
+                         srcElems, dstElems);
+    return StepResult::kFailed;
+  }
+  if (elements > 0 && ((plan::readsSrc(step.op) && src == nullptr) ||
+                       (plan::writesDst(step.op) && dst == nullptr))) {
+    error_ = fmt::format("plan step {} touches a buffer this rank did not provide",
+                         plan::toString(step.op));
+    return StepResult::kFailed;
+  }
+  size_t bytes = elements * elementBytes_;
+
+  const void* in = nullptr;
+  if (plan::receives(step.op)) {
+    size_t inBytes = 0;
+    in = bound.recv->tryPeek(&inBytes);
+    if (in == nullptr) return StepResult::kBlocked;
+    if (inBytes != bytes) {
+      error_ = fmt::format(
+          "message size mismatch from rank {}: received {} bytes, expected {} (do all ranks "
+          "pass the same count and type?)",
+          step.recvPeer, inBytes, bytes);
+      return StepResult::kFailed;
+    }
+  }
+  void* out = nullptr;
+  if (plan::sends(step.op)) {
+    out = bound.send->tryAcquire();
+    if (out == nullptr) return StepResult::kBlocked;
+  }
+
+  const DataType type = buffers_.type;
+  const ReduceOp op = buffers_.op;
+  auto combine = [&](void* to, const void* a, const void* b) {
+    if (step.finalize) {
+      reduceFinalize(to, a, b, elements, type, op, buffers_.nranks);
+    } else {
+      reduce(to, a, b, elements, type, op);
+    }
+  };
+  switch (step.op) {
+    case OpKind::kSend:
+      if (bytes) memcpy(out, src, bytes);
+      break;
+    case OpKind::kRecv:
+      if (bytes) memcpy(dst, in, bytes);
+      break;
+    case OpKind::kRecvReduce:
+      combine(dst, dst, in);
+      break;
+    case OpKind::kCopy:
+      if (bytes && dst != src) memmove(dst, src, bytes);
+      if (step.finalize) finalize(dst, elements, type, op, buffers_.nranks);
+      break;
+    case OpKind::kReduce:
+      combine(dst, dst, src);
+      break;
+    case OpKind::kRecvReduceSend:
+      combine(out, src, in);
+      break;
+    case OpKind::kRecvCopySend:
+      if (bytes) {
+        memcpy(dst, in, bytes);
+        memcpy(out, in, bytes);
+      }
+      break;
+    case OpKind::kRecvReduceCopy:
+      combine(dst, src, in);
+      break;
+    case OpKind::kRecvReduceCopySend:
+      combine(dst, src, in);
+      if (bytes) memcpy(out, dst, bytes);
+      break;
+  }
+  if (in != nullptr) bound.recv->release();
+  if (out != nullptr) bound.send->commit(bytes);
+  return StepResult::kFired;
+}
+
+Progress Execution::advance() {
+  if (remainingChannels_ == 0) return Progress::kDone;
+  bool moved = false;
+  for (size_t c = 0; c < cursors_.size(); ++c) {
+    Cursor& cursor = cursors_[c];
+    const std::vector<BoundStep>& steps = plan_->channels[c];
+    while (cursor.tile < cursor.tiles) {
+      const BoundStep& bound = steps[cursor.step];
+      if (bound.step.after.channel >= 0 && !dependencyMet(bound.step.after, cursor.tile)) break;
+      StepResult result = fire(bound, cursor.tile);
+      if (result == StepResult::kBlocked) break;
+      if (result == StepResult::kFailed) {
+        error_ = fmt::format("channel {} step {} tile {}: {}", c, cursor.step, cursor.tile, error_);
+        return Progress::kFailed;
+      }
+      moved = true;
+      if (++cursor.step == steps.size()) {
+        cursor.step = 0;
+        if (++cursor.tile == cursor.tiles) --remainingChannels_;
+      }
+    }
+  }
+  if (remainingChannels_ == 0) return Progress::kDone;
+  return moved ? Progress::kMoved : Progress::kBlocked;
+}
+
+WaitPoint Execution::waitPoint() const {
+  for (size_t c = 0; c < cursors_.size(); ++c) {
+    const Cursor& cursor = cursors_[c];
+    if (cursor.tile >= cursor.tiles) continue;
+    const plan::Step& step = plan_->channels[c][cursor.step].step;
+    WaitPoint point{static_cast<int>(c), static_cast<int>(cursor.step), cursor.tile, -1, false};
+    if (plan::receives(step.op)) {
+      point.peer = step.recvPeer;
+    } else if (plan::sends(step.op)) {
+      point.peer = step.sendPeer;
+      point.sending = true;
+    }
+    return point;
+  }
+  return {};
+}
+
+}  // namespace grove::exec

@@ -1,0 +1,97 @@
+// The executor runs one rank's plan over real memory and a transport, without blocking.
+//
+// A plan is bound once per call shape (its steps resolved to FIFOs: BoundPlan, cached by the
+// communicator); each call then starts an Execution over that binding and the caller's
+// buffers. advance() fires every step that can fire now and returns; the caller decides
+// when to spin and when to sleep. Channels progress independently, each repeating its step
+// list tile after tile, so tiles pipeline through the FIFOs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/layout.hpp"
+#include "grove/types.hpp"
+#include "plan/plan.hpp"
+#include "transport/transport.hpp"
+
+namespace grove::exec {
+
+/// A step with its connections resolved.
+struct BoundStep {
+  plan::Step step;
+  transport::Fifo* recv = nullptr;
+  transport::Fifo* send = nullptr;
+};
+
+/// A plan with every step bound to this rank's FIFOs.
+struct BoundPlan {
+  plan::Plan plan;
+  std::vector<std::vector<BoundStep>> channels;
+
+  /// Resolves every step's peers through `transport` (connecting on first use).
+  static BoundPlan bind(plan::Plan plan, transport::Transport& transport);
+};
+
+/// The memory and arithmetic of one call.
+struct CallBuffers {
+  BufferView input;
+  BufferView output;
+  BufferView scratch;
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int nranks = 1;
+  size_t tileElems = 1;  ///< Elements per tile (slot bytes / element size).
+};
+
+/// What advance() observed.
+enum class Progress { kMoved, kBlocked, kDone, kFailed };
+
+/// Where a blocked execution waits, for timeout messages.
+struct WaitPoint {
+  int channel = -1;
+  int step = -1;
+  uint64_t tile = 0;
+  int peer = -1;
+  bool sending = false;
+};
+
+class Execution {
+ public:
+  /// Prepares to run `plan` over `buffers` (no allocation when reused with the same number
+  /// of channels).
+  void start(const BoundPlan& plan, const CallBuffers& buffers);
+
+  /// Fires every step that can fire now.
+  Progress advance();
+
+  bool done() const { return remainingChannels_ == 0; }
+  /// Message of the failure after advance() returned kFailed.
+  const std::string& error() const { return error_; }
+  /// The first step this execution is blocked on (valid after kBlocked).
+  WaitPoint waitPoint() const;
+
+ private:
+  struct Cursor {
+    uint64_t tile = 0;
+    uint32_t step = 0;
+    uint64_t tiles = 0;  ///< Tiles this channel repeats its steps for.
+  };
+  enum class StepResult { kFired, kBlocked, kFailed };
+
+  StepResult fire(const BoundStep& bound, uint64_t tile);
+  bool dependencyMet(const plan::StepRef& after, uint64_t tile) const;
+  size_t messageLength(const plan::Step& step) const;
+  char* address(const plan::ChunkRef& ref, uint64_t tile, size_t* elements) const;
+
+  const BoundPlan* plan_ = nullptr;
+  CallBuffers buffers_;
+  size_t elementBytes_ = 1;
+  std::vector<Cursor> cursors_;
+  int remainingChannels_ = 0;
+  std::string error_;
+};
+
+}  // namespace grove::exec

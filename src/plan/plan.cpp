@@ -1,0 +1,131 @@
+// Names and operand tables of the plan IR.
+//
+// Every consumer of a plan (verifier, printer, reader, executor, simulator) asks the same
+// questions of a step kind: does it receive, send, read `src`, write `dst`, reduce? Answering
+// them here, once, keeps those consumers from growing private switch statements that drift
+// apart when a kind is added.
+#include "plan/plan.hpp"
+
+namespace grove::plan {
+
+const char* toString(Collective collective) {
+  switch (collective) {
+    case Collective::kAllReduce:
+      return "allreduce";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kAllGather:
+      return "allgather";
+    case Collective::kReduceScatter:
+      return "reducescatter";
+    case Collective::kAllToAll:
+      return "alltoall";
+    case Collective::kAllToAllv:
+      return "alltoallv";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
+    case Collective::kBarrier:
+      return "barrier";
+    case Collective::kSendRecv:
+      return "sendrecv";
+  }
+  return "?";
+}
+
+const char* toString(OpKind op) {
+  switch (op) {
+    case OpKind::kSend:
+      return "send";
+    case OpKind::kRecv:
+      return "recv";
+    case OpKind::kRecvReduce:
+      return "rr";
+    case OpKind::kCopy:
+      return "copy";
+    case OpKind::kReduce:
+      return "reduce";
+    case OpKind::kRecvReduceSend:
+      return "rrs";
+    case OpKind::kRecvCopySend:
+      return "rcs";
+    case OpKind::kRecvReduceCopy:
+      return "rrc";
+    case OpKind::kRecvReduceCopySend:
+      return "rrcs";
+  }
+  return "?";
+}
+
+bool receives(OpKind op) {
+  switch (op) {
+    case OpKind::kRecv:
+    case OpKind::kRecvReduce:
+    case OpKind::kRecvReduceSend:
+    case OpKind::kRecvCopySend:
+    case OpKind::kRecvReduceCopy:
+    case OpKind::kRecvReduceCopySend:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool sends(OpKind op) {
+  switch (op) {
+    case OpKind::kSend:
+    case OpKind::kRecvReduceSend:
+    case OpKind::kRecvCopySend:
+    case OpKind::kRecvReduceCopySend:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool readsSrc(OpKind op) {
+  switch (op) {
+    case OpKind::kSend:
+    case OpKind::kCopy:
+    case OpKind::kReduce:
+    case OpKind::kRecvReduceSend:
+    case OpKind::kRecvReduceCopy:
+    case OpKind::kRecvReduceCopySend:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool writesDst(OpKind op) {
+  switch (op) {
+    case OpKind::kRecv:
+    case OpKind::kRecvReduce:
+    case OpKind::kCopy:
+    case OpKind::kReduce:
+    case OpKind::kRecvCopySend:
+    case OpKind::kRecvReduceCopy:
+    case OpKind::kRecvReduceCopySend:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool reduces(OpKind op) {
+  switch (op) {
+    case OpKind::kRecvReduce:
+    case OpKind::kReduce:
+    case OpKind::kRecvReduceSend:
+    case OpKind::kRecvReduceCopy:
+    case OpKind::kRecvReduceCopySend:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace grove::plan

@@ -1,0 +1,154 @@
+// The plan: one rank's work for one call shape, as plain data.
+//
+// A plan is what an algorithm produces and what the executor runs; the verifier replays the
+// plans of all ranks symbolically and the printer shows them. Nothing here touches memory or
+// sockets: a plan speaks of chunks, not bytes.
+//
+// Buffers and chunks. A call has three buffers: Input (the caller's send buffer), Output
+// (the caller's receive buffer) and Scratch (grove's own). Each buffer is a sequence of
+// equal-sized *blocks* (for allreduce one block of `count` elements; for allgather's output
+// nranks blocks of `count`), and each block is split into `chunksPerBlock` *chunks*. Chunk
+// index c of a buffer is part (c % chunksPerBlock) of block (c / chunksPerBlock). Part p of
+// a block of E elements covers [p * ceil(E / k), min((p + 1) * ceil(E / k), E)) with k =
+// chunksPerBlock, so chunks can be empty when E < k.
+//
+// Tiles. The executor repeats every channel's step list once per tile: tile t of a chunk is
+// its elements [t * T, (t + 1) * T) for a tile length T chosen by the executor. A step
+// exchanges one message per tile of its chunk (and exactly one, possibly empty, message
+// when the chunk is empty), so both ends of a connection always agree on the messages.
+//
+// Connections. A step that sends to peer p on lane l writes into the FIFO (me -> p, l); a
+// step that receives from p on lane l reads the FIFO (p -> me, l). Messages on one FIFO are
+// delivered in order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "grove/types.hpp"
+
+namespace grove::plan {
+
+/// What a call computes. Point-to-point send/recv plans use kSendRecv.
+enum class Collective : uint8_t {
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kAllToAllv,
+  kGather,
+  kScatter,
+  kBarrier,
+  kSendRecv,
+};
+
+inline constexpr int kCollectiveCount = 11;
+
+/// Lower-case name, e.g. "allreduce", "reducescatter".
+const char* toString(Collective collective);
+
+enum class BufferKind : uint8_t { kInput, kOutput, kScratch };
+
+/// One chunk of one buffer.
+struct ChunkRef {
+  BufferKind buffer = BufferKind::kInput;
+  uint32_t chunk = 0;
+
+  friend bool operator==(const ChunkRef&, const ChunkRef&) = default;
+};
+
+/// What a step does. "incoming" is the next message from `recvPeer`; "⊕" is the call's
+/// reduction operator.
+enum class OpKind : uint8_t {
+  kSend,                ///< message to sendPeer = src
+  kRecv,                ///< dst = incoming
+  kRecvReduce,          ///< dst = dst ⊕ incoming
+  kCopy,                ///< dst = src
+  kReduce,              ///< dst = dst ⊕ src
+  kRecvReduceSend,      ///< message to sendPeer = src ⊕ incoming
+  kRecvCopySend,        ///< dst = incoming; message to sendPeer = incoming
+  kRecvReduceCopy,      ///< dst = src ⊕ incoming
+  kRecvReduceCopySend,  ///< dst = src ⊕ incoming; message to sendPeer = dst
+};
+
+inline constexpr int kOpKindCount = 9;
+
+/// Short name as printed in plans: "send", "recv", "rr", "copy", "reduce", "rrs", "rcs",
+/// "rrc", "rrcs".
+const char* toString(OpKind op);
+
+/// Which operands a kind uses.
+bool receives(OpKind op);
+bool sends(OpKind op);
+bool readsSrc(OpKind op);
+bool writesDst(OpKind op);
+bool reduces(OpKind op);
+
+/// Reference to a step of a channel of the same rank's plan.
+struct StepRef {
+  int32_t channel = -1;  ///< -1: no dependency.
+  int32_t step = -1;
+};
+
+struct Step {
+  OpKind op = OpKind::kSend;
+  int32_t recvPeer = -1;  ///< Rank received from, for kinds that receive.
+  int32_t sendPeer = -1;  ///< Rank sent to, for kinds that send.
+  ChunkRef src;           ///< Read operand, for kinds that read one.
+  ChunkRef dst;           ///< Written operand, for kinds that write one.
+  uint16_t lane = 0;      ///< Connection lane (see file comment).
+  /// The value this step produces is the complete reduction: apply the operator's final
+  /// transform (kAvg divides by the number of ranks). Meaningless for data movement.
+  bool finalize = false;
+  /// Wait until this step of another channel has completed the same tile.
+  StepRef after;
+};
+
+/// An ordered list of steps; channels of one plan run concurrently.
+struct Channel {
+  std::vector<Step> steps;
+};
+
+/// One rank's plan for one call shape.
+struct Plan {
+  Collective collective = Collective::kAllReduce;
+  std::string algorithm;  ///< Name of the generator that built it.
+  int rank = 0;
+  int nranks = 1;
+  int root = -1;  ///< -1 when the collective has no root.
+
+  uint32_t chunksPerBlock = 1;
+  uint32_t inputBlocks = 0;
+  uint32_t outputBlocks = 0;
+  uint32_t scratchBlocks = 0;
+
+  std::vector<Channel> channels;
+
+  uint32_t chunks(BufferKind buffer) const {
+    switch (buffer) {
+      case BufferKind::kInput:
+        return inputBlocks * chunksPerBlock;
+      case BufferKind::kOutput:
+        return outputBlocks * chunksPerBlock;
+      case BufferKind::kScratch:
+        return scratchBlocks * chunksPerBlock;
+    }
+    return 0;
+  }
+};
+
+/// The shape of a call, as every rank sees it; what generators build plans from.
+struct PlanRequest {
+  Collective collective = Collective::kAllReduce;
+  int nranks = 1;
+  int rank = 0;
+  int root = -1;
+  size_t count = 0;  ///< Elements per block (allreduce: count; allgather: per-rank count).
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+};
+
+}  // namespace grove::plan

@@ -1,0 +1,25 @@
+#include "transport/fifo.hpp"
+
+#include <new>
+
+namespace grove::transport {
+namespace {
+constexpr size_t kLengthsOffset = sizeof(FifoControl);
+constexpr size_t roundUp(size_t value, size_t to) { return (value + to - 1) / to * to; }
+}  // namespace
+
+size_t Fifo::memoryBytes(size_t slotBytes, uint32_t depth) {
+  return roundUp(kLengthsOffset + depth * sizeof(size_t), 4096) + slotBytes * depth;
+}
+
+Fifo::Fifo(void* memory, size_t slotBytes, uint32_t depth, Doorbell* senderBell,
+           Doorbell* receiverBell)
+    : control_(new (memory) FifoControl),
+      lengths_(reinterpret_cast<size_t*>(static_cast<char*>(memory) + kLengthsOffset)),
+      slots_(static_cast<char*>(memory) + roundUp(kLengthsOffset + depth * sizeof(size_t), 4096)),
+      slotBytes_(slotBytes),
+      depth_(depth),
+      senderBell_(senderBell),
+      receiverBell_(receiverBell) {}
+
+}  // namespace grove::transport

@@ -1,0 +1,90 @@
+// The in-process transport: ranks are threads of one process sharing an InprocWorld.
+//
+// Used by Communicator::createInProcess, groveCommInitAll/InitRank within a process, and
+// the tests. The FIFOs are the same slot FIFOs the shared-memory transport uses, placed in
+// ordinary (pre-faulted) memory, so the in-process runs exercise the real data path.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "transport/transport.hpp"
+
+namespace grove::transport {
+
+/// FIFO geometry, identical on every rank of a communicator.
+struct FifoGeometry {
+  size_t slotBytes = 256 * 1024;
+  uint32_t depth = 4;
+};
+
+/// State shared by all ranks of one in-process communicator.
+class InprocWorld {
+ public:
+  InprocWorld(int nranks, FifoGeometry geometry);
+  ~InprocWorld();
+  InprocWorld(const InprocWorld&) = delete;
+  InprocWorld& operator=(const InprocWorld&) = delete;
+
+  int size() const { return nranks_; }
+  const FifoGeometry& geometry() const { return geometry_; }
+  Doorbell& doorbell(int rank) { return bells_[rank]; }
+
+  /// The FIFO src -> dst on `lane`, created (and its memory pre-faulted) on first use.
+  Fifo& fifo(int src, int dst, int lane);
+
+  void markFailed(int rank);
+  int failedRank(int except) const;
+
+  /// Rendezvous for split(): members of one (split call, color) share the world made by
+  /// the first of them to arrive; `members` ranks are expected.
+  std::shared_ptr<InprocWorld> splitWorld(uint64_t splitSequence, int color, int members);
+
+ private:
+  struct FifoMemory;
+  const int nranks_;
+  const FifoGeometry geometry_;
+  std::unique_ptr<Doorbell[]> bells_;
+  std::unique_ptr<std::atomic<bool>[]> failed_;
+  std::atomic<bool> anyFailed_{false};
+  std::mutex mutex_;
+  std::map<std::tuple<int, int, int>, std::unique_ptr<FifoMemory>> fifos_;
+  struct PendingSplit {
+    std::shared_ptr<InprocWorld> world;
+    int remaining = 0;
+  };
+  std::map<std::pair<uint64_t, int>, PendingSplit> splits_;
+};
+
+/// One rank's view of an InprocWorld.
+class InprocTransport final : public Transport {
+ public:
+  InprocTransport(std::shared_ptr<InprocWorld> world, int rank);
+
+  int rank() const override { return rank_; }
+  int size() const override { return world_->size(); }
+  std::string_view name() const override { return "inproc"; }
+  Fifo& sendFifo(int peer, int lane) override { return world_->fifo(rank_, peer, lane); }
+  Fifo& recvFifo(int peer, int lane) override { return world_->fifo(peer, rank_, lane); }
+  Doorbell& doorbell() override { return world_->doorbell(rank_); }
+  void abort() override { world_->markFailed(rank_); }
+  int failedPeer() const override { return world_->failedRank(rank_); }
+  std::unique_ptr<Transport> split(uint64_t sequence, int color, int members,
+                                   int newRank) override {
+    return std::make_unique<InprocTransport>(world_->splitWorld(sequence, color, members),
+                                             newRank);
+  }
+
+  const std::shared_ptr<InprocWorld>& world() const { return world_; }
+
+ private:
+  std::shared_ptr<InprocWorld> world_;
+  int rank_;
+};
+
+}  // namespace grove::transport

@@ -1,0 +1,361 @@
+// The measurement loop of grove perf, as nccl-tests runs it: for each type and operator,
+// warm-up calls at the largest and smallest size; then for each size an out-of-place and an
+// in-place run, each one untimed call, a barrier, `iters` timed calls, and `check` checking
+// calls on freshly initialised (and poisoned) buffers. Each rank times its own loop; the
+// ranks' times are combined per -a and their wrong-element counts summed. Buffers are
+// allocated once for the largest size.
+#include "perf_runner.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/comm_state.hpp"
+#include "grove/communicator.hpp"
+#include "perf_data.hpp"
+#include "perf_report.hpp"
+
+namespace grove::tools::perf {
+namespace {
+
+/// The ranks of this process meeting to agree on times and wrong counts.
+class Team {
+ public:
+  explicit Team(int nranks) : barrier_(nranks), times_(nranks), counts_(nranks) {}
+
+  void sync() { barrier_.arrive_and_wait(); }
+  /// Leaves the team for good (a failed rank), so that the others do not wait for it.
+  void leave() { barrier_.arrive_and_drop(); }
+
+  double combine(int rank, double value, TimeCombine how) {
+    times_[rank] = value;
+    sync();
+    double result = times_[0];
+    switch (how) {
+      case TimeCombine::kRank0:
+        break;
+      case TimeCombine::kMean:
+        result =
+            std::accumulate(times_.begin(), times_.end(), 0.0) / static_cast<double>(times_.size());
+        break;
+      case TimeCombine::kMin:
+        result = *std::min_element(times_.begin(), times_.end());
+        break;
+      case TimeCombine::kMax:
+        result = *std::max_element(times_.begin(), times_.end());
+        break;
+    }
+    sync();
+    return result;
+  }
+
+  int64_t sum(int rank, int64_t value) {
+    counts_[rank] = value;
+    sync();
+    const int64_t result = std::accumulate(counts_.begin(), counts_.end(), int64_t{0});
+    sync();
+    return result;
+  }
+
+ private:
+  std::barrier<> barrier_;
+  std::vector<double> times_;
+  std::vector<int64_t> counts_;
+};
+
+/// State shared by the rank threads.
+struct Shared {
+  explicit Shared(const Options& o, std::FILE* f) : options(o), out(f), team(o.nranks) {}
+  const Options& options;
+  std::FILE* out;
+  Team team;
+  std::vector<Row> rows;  ///< Written by rank 0 only.
+  std::mutex errorMutex;
+  std::exception_ptr error;
+  int errorRank = -1;
+  bool errorIsRemote = true;
+};
+
+plan::Collective planCollective(Collective collective) {
+  switch (collective) {
+    case Collective::kAllReduce:
+      return plan::Collective::kAllReduce;
+    case Collective::kBroadcast:
+      return plan::Collective::kBroadcast;
+    case Collective::kReduce:
+      return plan::Collective::kReduce;
+    case Collective::kAllGather:
+      return plan::Collective::kAllGather;
+    case Collective::kReduceScatter:
+      return plan::Collective::kReduceScatter;
+    case Collective::kAllToAll:
+      return plan::Collective::kAllToAll;
+    case Collective::kGather:
+      return plan::Collective::kGather;
+    case Collective::kScatter:
+      return plan::Collective::kScatter;
+    case Collective::kSendRecv:
+      return plan::Collective::kSendRecv;
+  }
+  return plan::Collective::kAllReduce;
+}
+
+/// One rank's side of the measurement.
+class RankRunner {
+ public:
+  RankRunner(Shared& shared, Communicator& comm)
+      : shared_(shared),
+        options_(shared.options),
+        comm_(comm),
+        rank_(comm.rank()),
+        nranks_(comm.size()),
+        sendBuffer_(options_.maxBytes),
+        recvBuffer_(options_.maxBytes) {
+    callOptions_.algorithm = options_.algorithm;
+  }
+
+  void run() {
+    const bool reducing = isReducing(options_.collective);
+    const int root = hasRoot(options_.collective) ? options_.root : -1;
+    uint64_t salt = 0;
+    for (DataType type : options_.types) {
+      const std::vector<Shape> shapes = shapeSeries(options_, type, rank_);
+      if (shapes.empty()) continue;
+      const std::vector<ReduceOp> ops =
+          reducing ? options_.ops : std::vector<ReduceOp>{ReduceOp::kSum};
+      for (ReduceOp op : ops) {
+        type_ = type;
+        op_ = op;
+        Pattern pattern(options_.collective, type, op, nranks_, options_.root);
+        // Ordinary numbers in both buffers, so timed loops never meet denormals or NaN.
+        pattern.fillInput(sendBuffer_.data(), shapes.back(), rank_, 0);
+        pattern.fillInput(recvBuffer_.data(), shapes.back(), rank_, 0);
+        shared_.team.sync();
+        for (int i = 0; i < options_.warmupIters; ++i) issue(shapes.back(), false);
+        for (int i = 0; i < options_.warmupIters; ++i) issue(shapes.front(), false);
+        for (const Shape& shape : shapes) {
+          Row row;
+          row.collective = options_.collective;
+          row.bytes = shape.bytes;
+          row.count = shape.count;
+          row.type = type;
+          if (reducing) row.op = op;
+          row.root = root;
+          row.nranks = nranks_;
+          if (rank_ == 0) row.algorithm = algorithmName(shape);
+          row.outOfPlace = measure(pattern, shape, false, ++salt);
+          row.inPlace = measure(pattern, shape, true, ++salt);
+          if (rank_ == 0) {
+            std::fprintf(shared_.out, "%s\n", formatRow(row).c_str());
+            std::fflush(shared_.out);
+            shared_.rows.push_back(std::move(row));
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  struct Buffers {
+    std::byte* send;
+    std::byte* recv;
+  };
+
+  Buffers buffers(const Shape& shape, bool inPlace) const {
+    if (!inPlace) return {sendBuffer_.data(), recvBuffer_.data()};
+    const size_t width = dataTypeSize(type_);
+    return {recvBuffer_.data() + shape.sendInPlaceOffset * width,
+            recvBuffer_.data() + shape.recvInPlaceOffset * width};
+  }
+
+  void issue(const Shape& shape, bool inPlace) {
+    const auto [send, recv] = buffers(shape, inPlace);
+    const size_t count = shape.count;
+    const int root = options_.root;
+    switch (options_.collective) {
+      case Collective::kAllReduce:
+        comm_.allReduce(send, recv, count, type_, op_, callOptions_);
+        break;
+      case Collective::kBroadcast:
+        comm_.broadcast(send, recv, count, type_, root, callOptions_);
+        break;
+      case Collective::kReduce:
+        comm_.reduce(send, recv, count, type_, op_, root, callOptions_);
+        break;
+      case Collective::kAllGather:
+        comm_.allGather(send, recv, count, type_, callOptions_);
+        break;
+      case Collective::kReduceScatter:
+        comm_.reduceScatter(send, recv, count, type_, op_, callOptions_);
+        break;
+      case Collective::kAllToAll:
+        comm_.allToAll(send, recv, count, type_, callOptions_);
+        break;
+      case Collective::kGather:
+        comm_.gather(send, recv, count, type_, root, callOptions_);
+        break;
+      case Collective::kScatter:
+        comm_.scatter(send, recv, count, type_, root, callOptions_);
+        break;
+      case Collective::kSendRecv:
+        comm_.groupStart();
+        comm_.send(send, count, type_, (rank_ + 1) % nranks_);
+        comm_.recv(recv, count, type_, (rank_ + nranks_ - 1) % nranks_);
+        comm_.groupEnd();
+        break;
+    }
+  }
+
+  /// Writes the inputs of a checking run and poisons what the call must overwrite.
+  void prepareCheck(const Pattern& pattern, const Shape& shape, bool inPlace, uint64_t salt) {
+    const size_t width = dataTypeSize(type_);
+    const auto [send, recv] = buffers(shape, inPlace);
+    if (inPlace) {
+      poison(recvBuffer_.data(), shape.bytes);
+    } else {
+      poison(send, shape.sendCount * width);
+      poison(recv, shape.recvCount * width);
+    }
+    if (pattern.providesInput(rank_)) pattern.fillInput(send, shape, rank_, salt);
+  }
+
+  Measurement measure(const Pattern& pattern, const Shape& shape, bool inPlace, uint64_t salt) {
+    Team& team = shared_.team;
+    issue(shape, inPlace);  // Untimed: every rank is in step before the clock starts.
+    team.sync();
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < options_.iters; ++i) issue(shape, inPlace);
+    const auto stop = std::chrono::steady_clock::now();
+    const double us = std::chrono::duration<double, std::micro>(stop - start).count() /
+                      static_cast<double>(options_.iters);
+
+    Measurement m;
+    m.timeUs = team.combine(rank_, us, options_.combine);
+    m.algBw = m.timeUs > 0 ? static_cast<double>(shape.bytes) / (m.timeUs * 1e3) : 0.0;
+    m.busBw = m.algBw * busBandwidthFactor(options_.collective, nranks_);
+    if (options_.check > 0) {
+      int64_t wrong = 0;
+      for (int c = 0; c < options_.check && wrong == 0; ++c) {
+        const uint64_t checkSalt = salt * 16 + static_cast<uint64_t>(c);
+        prepareCheck(pattern, shape, inPlace, checkSalt);
+        issue(shape, inPlace);
+        const auto [send, recv] = buffers(shape, inPlace);
+        wrong = team.sum(rank_, pattern.countWrong(recv, shape, rank_, checkSalt));
+      }
+      m.wrong = wrong;
+    }
+    return m;
+  }
+
+  /// The algorithm grove runs for this shape (the communicator's cached choice).
+  std::string algorithmName(const Shape& shape) {
+    if (options_.collective == Collective::kSendRecv) return "p2p";
+    plan::PlanRequest request;
+    request.collective = planCollective(options_.collective);
+    request.nranks = nranks_;
+    request.rank = rank_;
+    request.root = hasRoot(options_.collective) ? options_.root : -1;
+    request.count = shape.count;
+    request.type = type_;
+    request.op = op_;
+    try {
+      return std::string(comm_.state().chooseAlgorithm(request, options_.algorithm).name);
+    } catch (const std::exception&) {
+      return options_.algorithm.empty() ? "unknown" : options_.algorithm;
+    }
+  }
+
+  Shared& shared_;
+  const Options& options_;
+  Communicator& comm_;
+  const int rank_;
+  const int nranks_;
+  AlignedBuffer sendBuffer_;
+  AlignedBuffer recvBuffer_;
+  CallOptions callOptions_;
+  DataType type_ = DataType::kFloat32;
+  ReduceOp op_ = ReduceOp::kSum;
+};
+
+void runRank(Shared& shared, Communicator& comm) {
+  try {
+    RankRunner runner(shared, comm);
+    runner.run();
+  } catch (...) {
+    const std::exception_ptr error = std::current_exception();
+    bool remote = false;
+    try {
+      std::rethrow_exception(error);
+    } catch (const Error& e) {
+      remote = e.code() == ErrorCode::kRemoteError;
+    } catch (...) {
+    }
+    {
+      std::lock_guard lock(shared.errorMutex);
+      // Keep the root cause: a rank's own failure wins over a peer's "remote error".
+      if (!shared.error || (shared.errorIsRemote && !remote)) {
+        shared.error = error;
+        shared.errorRank = comm.rank();
+        shared.errorIsRemote = remote;
+      }
+    }
+    comm.abort();
+    shared.team.leave();
+  }
+}
+
+std::string hostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+}  // namespace
+
+int runPerf(const Options& options, std::FILE* out) {
+  std::vector<Communicator> comms = Communicator::createInProcess(options.nranks);
+
+  std::vector<RankLine> lines;
+  const std::string host = hostName();
+  for (int r = 0; r < options.nranks; ++r) {
+    lines.push_back(RankLine{r, 0, static_cast<int>(getpid()), host, "inproc"});
+  }
+  printHeader(out, options, lines);
+
+  Shared shared(options, out);
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(comms.size());
+    for (Communicator& comm : comms) {
+      threads.emplace_back([&shared, &comm] { runRank(shared, comm); });
+    }
+  }
+
+  if (shared.error) {
+    std::fflush(out);
+    try {
+      std::rethrow_exception(shared.error);
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("rank {}: {}", shared.errorRank, e.what()));
+    } catch (const std::exception& e) {
+      throw Error(ErrorCode::kInternalError,
+                  fmt::format("rank {}: {}", shared.errorRank, e.what()));
+    }
+  }
+
+  const Summary summary = summarize(shared.rows);
+  printFooter(out, summary);
+  if (!options.jsonPath.empty()) writeJson(options.jsonPath, toJson(options, shared.rows, summary));
+  return summary.wrong == 0 ? 0 : 1;
+}
+
+}  // namespace grove::tools::perf
