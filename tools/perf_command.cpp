@@ -120,8 +120,9 @@ perf::Options validate(const PerfArgs& args, bool stepFactorGiven) {
                     args.registered));
   }
   if (perf::hasRoot(o.collective) && (args.root < 0 || args.root >= o.nranks)) {
-    reject(fmt::format("-r/--root: {} is not a rank of {} (expected 0 <= root < {})", args.root,
-                       toString(o.collective), o.nranks));
+    reject(
+        fmt::format("-r/--root: {} is out of range for {} with {} ranks (expected 0 <= root < {})",
+                    args.root, toString(o.collective), o.nranks, o.nranks));
   }
   o.root = args.root;
 

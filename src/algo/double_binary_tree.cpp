@@ -21,10 +21,12 @@
 // that, so the in-place form is safe. Lanes equal channel indexes, so the four channels
 // never share a FIFO even where both trees link the same two ranks.
 //
-// Cost: with tree height D, S/2 bytes per tree in tiles of T, and interior ranks sending
-// each tile to two children,
-//     (2D - 1 + ceil(S / 2T)) * (alpha + 2T / beta + T / reduceRate),
-// with T near its optimum. It wins over the ring for mid-sized messages and large n, where
+// Cost: with tree height D and S/2 bytes per tree in tiles of T. Both trees run at once over
+// the same ranks: a rank interior in one tree and a leaf in the other sends 2T (down) + T
+// (up) there and T more in the other tree, about 4T per pair of tiles, and reduces 2T, so
+//     (2D - 1 + ceil(S / 2T)) * (alpha + 4T / beta + 2T / reduceRate),
+// with T near its optimum: per rank that is 2S / beta on the wire, slightly more than the
+// ring's 2(n-1)/n * S / beta. It wins over the ring for mid-sized messages and large n, where
 // the ring's 2(n-1) latency hops dominate; the ring keeps the edge in pure bandwidth.
 #include <algorithm>
 #include <cmath>
@@ -49,7 +51,8 @@ double doubleTreeCostUs(const plan::PlanRequest& request, const CostParams& para
   if (request.nranks == 1) return transferUs(bytes, params.reduceGBps);
   const double half = bytes / 2;
   const int hops = 2 * doubleBinaryTreeHeight(request.nranks, 0);
-  const double perByteUs = 2 * transferUs(1, params.betaGBps) + transferUs(1, params.reduceGBps);
+  const double perByteUs =
+      4 * transferUs(1, params.betaGBps) + 2 * transferUs(1, params.reduceGBps);
   double tile = half;
   if (hops > 1 && half > 0) {
     tile = std::sqrt(half * params.alphaUs / ((hops - 1) * perByteUs));

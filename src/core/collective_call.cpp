@@ -25,9 +25,16 @@ std::shared_ptr<Operation> completed(CommState& state) {
 
 std::shared_ptr<Operation> issuePointToPoint(CommState& state, const CollectiveCall& call,
                                              const CallSite& site) {
-  bool isSend = call.recvbuf == nullptr && call.sendbuf != nullptr;
-  if (call.sendbuf == nullptr && call.recvbuf == nullptr) isSend = std::string_view(call.name) == "send";
+  const bool isSend = std::string_view(call.name) == "send";
   checkRank(site, "peer", call.root);
+  if (call.root == site.rank && !state.inGroup()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("grove {} (rank {} of {}): peer {} is this rank; sending to itself "
+                            "needs the matching call in the same groupStart()/groupEnd()",
+                            call.name, site.rank, site.size, call.root));
+  }
+  checkBuffer(site, isSend ? "sendbuf" : "recvbuf", isSend ? call.sendbuf : call.recvbuf,
+              call.count, call.type);
   size_t bytes = checkedBytes(site, "count", call.count, 1, call.type);
   auto op = state.newOperation();
   op->collective = Collective::kSendRecv;
@@ -90,10 +97,9 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
                        call.collective == Collective::kReduce ||
                        call.collective == Collective::kReduceScatter;
   if (reduces) checkOp(site, call.op);
-  const bool rooted = call.collective == Collective::kBroadcast ||
-                      call.collective == Collective::kReduce ||
-                      call.collective == Collective::kGather ||
-                      call.collective == Collective::kScatter;
+  const bool rooted =
+      call.collective == Collective::kBroadcast || call.collective == Collective::kReduce ||
+      call.collective == Collective::kGather || call.collective == Collective::kScatter;
   if (rooted) checkRank(site, "root", call.root);
   const bool isRoot = rooted && rank == call.root;
   const size_t es = dataTypeSize(call.type);
@@ -164,9 +170,13 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
     return completed(state);
   }
 
-  plan::PlanRequest request{call.collective, n, rank, rooted ? call.root : -1,
+  plan::PlanRequest request{call.collective,
+                            n,
+                            rank,
+                            rooted ? call.root : -1,
                             call.collective == Collective::kAllToAllv ? sendElems : count,
-                            call.type, call.op};
+                            call.type,
+                            call.op};
   const algo::Algorithm& algorithm = state.chooseAlgorithm(request, call.options->algorithm);
   const exec::BoundPlan& bound = state.boundPlan(algorithm, request);
 
@@ -184,14 +194,14 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
   buffers.op = call.op;
   buffers.nranks = n;
   buffers.tileElems = std::max<size_t>(1, state.config().slotBytes / es);
-  buffers.input = {sendElems > 0 ? const_cast<char*>(static_cast<const char*>(call.sendbuf))
-                                 : nullptr,
-                   count, k};
+  buffers.input = {
+      sendElems > 0 ? const_cast<char*>(static_cast<const char*>(call.sendbuf)) : nullptr, count,
+      k};
   buffers.output = {recvElems > 0 ? static_cast<char*>(call.recvbuf) : nullptr, count, k};
   buffers.scratch = {nullptr, count, k};
   op->scratchBytes = bound.plan.scratchBlocks * count * es;
-  if (inPlace && (call.collective == Collective::kAllToAll ||
-                  call.collective == Collective::kAllToAllv)) {
+  if (inPlace &&
+      (call.collective == Collective::kAllToAll || call.collective == Collective::kAllToAllv)) {
     // The pairwise exchange overwrites blocks it has yet to send: stage the input.
     op->stageFrom = static_cast<const char*>(call.sendbuf);
     op->stageBytes = sendElems * es;

@@ -40,9 +40,9 @@ std::shared_ptr<Operation> CommState::newOperation() {
 
 const algo::Algorithm& CommState::chooseAlgorithm(const plan::PlanRequest& request,
                                                   std::string_view forced) {
-  SelectionKey key{static_cast<int>(request.collective), request.count,
-                   static_cast<int>(request.type), static_cast<int>(request.op), request.root,
-                   std::string(forced)};
+  SelectionKey key{
+      static_cast<int>(request.collective), request.count, static_cast<int>(request.type),
+      static_cast<int>(request.op),         request.root,  std::string(forced)};
   auto found = selections_.find(key);
   if (found != selections_.end()) return *found->second;
   algo::Selection selection = algo::select(request, forced, config_.algo);
@@ -66,16 +66,19 @@ const exec::BoundPlan& CommState::boundPlan(const algo::Algorithm& algorithm,
       other.rank = r;
       all.push_back(r == rank_ ? built : algorithm.build(other));
     }
-    plan::VerifyResult result = plan::verify(all);
+    plan::VerifyOptions options;
+    options.fifoDepth = static_cast<int>(config_.fifoDepth);
+    plan::VerifyResult result = plan::verify(all, options);
     if (!result.ok) {
-      throw Error(ErrorCode::kInternalError,
-                  fmt::format("grove: plan {} for {} failed verification on rank {}: {}",
-                              algorithm.name, plan::toString(request.collective), rank_,
-                              result.error));
+      throw Error(
+          ErrorCode::kInternalError,
+          fmt::format("grove: plan {} for {} failed verification on rank {}: {}", algorithm.name,
+                      plan::toString(request.collective), rank_, result.error));
     }
   }
   if (log::enabled(log::Level::kTrace)) log::trace(rank_, "{}", plan::toText(built));
-  auto bound = std::make_unique<exec::BoundPlan>(exec::BoundPlan::bind(std::move(built), *transport_));
+  auto bound =
+      std::make_unique<exec::BoundPlan>(exec::BoundPlan::bind(std::move(built), *transport_));
   return *plans_.emplace(key, std::move(bound)).first->second;
 }
 
@@ -149,8 +152,8 @@ exec::Progress CommState::advanceTransfers(Operation& op) {
     bool blockedByEarlier = false;
     for (size_t j = 0; j < i && !blockedByEarlier; ++j) {
       const Transfer& e = op.transfers[j];
-      blockedByEarlier = e.isSend == t.isSend && e.peer == t.peer &&
-                         !(e.messages > 0 && e.moved == e.bytes);
+      blockedByEarlier =
+          e.isSend == t.isSend && e.peer == t.peer && !(e.messages > 0 && e.moved == e.bytes);
     }
     pending = true;
     if (blockedByEarlier) continue;
@@ -208,7 +211,8 @@ bool CommState::poll() {
     if (progress == exec::Progress::kFailed) {
       std::string reason = op.message;
       fail(op, ErrorCode::kInvalidUsage,
-           fmt::format("grove: {} failed on rank {} of {}: {}", op.describe(), rank_, size_, reason));
+           fmt::format("grove: {} failed on rank {} of {}: {}", op.describe(), rank_, size_,
+                       reason));
       return true;
     }
     if (progress == exec::Progress::kDone) {
@@ -227,8 +231,8 @@ std::string CommState::waitDescription(const Operation& op) const {
   if (op.plan == nullptr) {
     for (const Transfer& t : op.transfers) {
       if (t.messages == 0 || t.moved < t.bytes) {
-        return fmt::format("{} rank {} ({} of {} bytes moved)", t.isSend ? "sending to" : "receiving from",
-                           t.peer, t.moved, t.bytes);
+        return fmt::format("{} rank {} ({} of {} bytes moved)",
+                           t.isSend ? "sending to" : "receiving from", t.peer, t.moved, t.bytes);
       }
     }
     return "nothing";
@@ -239,7 +243,39 @@ std::string CommState::waitDescription(const Operation& op) const {
                      point.step, point.tile);
 }
 
+bool CommState::failIfStuck(Clock::time_point now) {
+  if (int peer = transport_->failedPeer(); peer >= 0) {
+    failQueued(ErrorCode::kRemoteError,
+               fmt::format("rank {} failed or aborted; this rank cannot complete the call", peer));
+    return true;
+  }
+  if (queue_.empty()) return false;
+  Operation& head = *queue_.front();
+  if (now < head.deadline) return false;
+  std::string where = waitDescription(head);
+  fail(head, ErrorCode::kTimeout,
+       fmt::format("grove: {} on rank {} of {} timed out after {} s {}", head.describe(), rank_,
+                   size_, std::chrono::duration_cast<std::chrono::seconds>(config_.timeout).count(),
+                   where));
+  return true;
+}
+
+void CommState::test(Operation& op) {
+  requireQueued(op);
+  if (!poll() && !op.finished()) failIfStuck(Clock::now());
+}
+
+void CommState::requireQueued(const Operation& op) const {
+  if (!op.finished() && queue_.empty()) {
+    throw Error(ErrorCode::kInvalidUsage,
+                fmt::format("grove (rank {} of {}): waiting on {} whose group has not ended; call "
+                            "groupEnd first",
+                            rank_, size_, op.describe()));
+  }
+}
+
 bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
+  requireQueued(op);
   transport::Doorbell& bell = transport_->doorbell();
   auto spinEnd = Clock::now() + config_.spin;
   uint32_t polls = 0;
@@ -250,25 +286,13 @@ bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
       continue;
     }
     if (op.finished()) break;
-    if (int peer = transport_->failedPeer(); peer >= 0) {
-      failQueued(ErrorCode::kRemoteError,
-                 fmt::format("rank {} failed or aborted; this rank cannot complete the call", peer));
-      break;
-    }
+    // Between cheap polls, look at the clock, peers' health and deadlines only now and then.
     if ((++polls & 63) != 0) {
       transport::cpuRelax();
       continue;
     }
     auto now = Clock::now();
-    Operation& head = *queue_.front();
-    if (now >= head.deadline) {
-      std::string where = waitDescription(head);
-      fail(head, ErrorCode::kTimeout,
-           fmt::format("grove: {} on rank {} of {} timed out after {} s {}", head.describe(), rank_,
-                       size_, std::chrono::duration_cast<std::chrono::seconds>(config_.timeout).count(),
-                       where));
-      break;
-    }
+    if (failIfStuck(now)) break;
     if (until && now >= *until) return false;
     if (now < spinEnd) continue;
     uint32_t sequence = transport::prepareSleep(bell);
@@ -277,7 +301,8 @@ bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
       spinEnd = Clock::now() + config_.spin;
       continue;
     }
-    auto wake = std::min(head.deadline, now + std::chrono::milliseconds(100));
+    auto wake = std::min(queue_.empty() ? now : queue_.front()->deadline,
+                         now + std::chrono::milliseconds(100));
     if (until) wake = std::min(wake, *until);
     transport::sleep(bell, sequence, wake - now);
     transport::cancelSleep(bell);
@@ -293,7 +318,8 @@ void CommState::fail(Operation& op, ErrorCode code, const std::string& message) 
   // The connections are in an unknown state now: nothing queued can complete, and the
   // peers must hear about it instead of waiting for this rank.
   transport_->abort();
-  failQueued(ErrorCode::kRemoteError, "an earlier operation on this communicator failed: " + message);
+  failQueued(ErrorCode::kRemoteError,
+             "an earlier operation on this communicator failed: " + message);
 }
 
 void CommState::failQueued(ErrorCode code, const std::string& reason) {
@@ -302,7 +328,8 @@ void CommState::failQueued(ErrorCode code, const std::string& reason) {
     if (op->finished()) continue;
     op->state = Operation::State::kFailed;
     op->error = code;
-    op->message = fmt::format("grove: {} on rank {} of {}: {}", op->describe(), rank_, size_, reason);
+    op->message =
+        fmt::format("grove: {} on rank {} of {}: {}", op->describe(), rank_, size_, reason);
   }
   queue_.clear();
 }

@@ -37,8 +37,7 @@ class CommState {
 
   /// The algorithm for a call shape: `forced` (a call option) or GROVE_ALGO or the cheapest.
   /// Cached per shape; the choice is logged at GROVE_DEBUG=INFO the first time.
-  const algo::Algorithm& chooseAlgorithm(const plan::PlanRequest& request,
-                                         std::string_view forced);
+  const algo::Algorithm& chooseAlgorithm(const plan::PlanRequest& request, std::string_view forced);
   /// `algorithm`'s plan for this rank bound to this rank's connections; built, verified in
   /// debug builds and cached on first use.
   const exec::BoundPlan& boundPlan(const algo::Algorithm& algorithm,
@@ -52,6 +51,9 @@ class CommState {
   bool waitFor(Operation& op, std::optional<std::chrono::steady_clock::time_point> until);
   /// Advances queued operations without blocking; true if anything moved.
   bool poll();
+  /// poll(), then fails the queue if a peer failed or the oldest operation passed its
+  /// deadline (what Request::test() does).
+  void test(Operation& op);
 
   // Groups.
   void groupStart();
@@ -77,6 +79,10 @@ class CommState {
   void fail(Operation& op, ErrorCode code, const std::string& message);
   void failQueued(ErrorCode code, const std::string& reason);
   std::string waitDescription(const Operation& op) const;
+  bool failIfStuck(std::chrono::steady_clock::time_point now);
+  /// Throws kInvalidUsage when `op` is held by a group that has not ended (nothing could
+  /// ever complete it).
+  void requireQueued(const Operation& op) const;
 
   int rank_;
   int size_;

@@ -40,7 +40,7 @@ void requireValid(const std::shared_ptr<detail::Operation>& op) {
 
 bool Request::test() {
   requireValid(op_);
-  if (!op_->finished() && op_->comm != nullptr) op_->comm->poll();
+  if (!op_->finished() && op_->comm != nullptr) op_->comm->test(*op_);
   throwIfFailed(*op_);
   return op_->finished();
 }
@@ -108,11 +108,9 @@ void run(CommState& state, const CollectiveCall& call) {
 
 }  // namespace
 
-#define GROVE_BLOCKING_AND_ASYNC(NAME, PARAMS, CALL)                               \
-  void Communicator::NAME PARAMS { run(state(), CALL); }                           \
-  Request Communicator::NAME##Async PARAMS {                                       \
-    return Request(detail::issue(state(), CALL));                                  \
-  }
+#define GROVE_BLOCKING_AND_ASYNC(NAME, PARAMS, CALL)     \
+  void Communicator::NAME PARAMS { run(state(), CALL); } \
+  Request Communicator::NAME##Async PARAMS { return Request(detail::issue(state(), CALL)); }
 
 GROVE_BLOCKING_AND_ASYNC(allReduce,
                          (const void* sendbuf, void* recvbuf, size_t count, DataType type,
@@ -142,8 +140,8 @@ GROVE_BLOCKING_AND_ASYNC(reduceScatter,
 GROVE_BLOCKING_AND_ASYNC(allToAll,
                          (const void* sendbuf, void* recvbuf, size_t count, DataType type,
                           const CallOptions& options),
-                         (CollectiveCall{Collective::kAllToAll, "allToAll", sendbuf, recvbuf,
-                                         count, type, ReduceOp::kSum, -1, &options}))
+                         (CollectiveCall{Collective::kAllToAll, "allToAll", sendbuf, recvbuf, count,
+                                         type, ReduceOp::kSum, -1, &options}))
 GROVE_BLOCKING_AND_ASYNC(gather,
                          (const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
                           const CallOptions& options),
@@ -165,8 +163,8 @@ GROVE_BLOCKING_AND_ASYNC(allToAllv,
                           std::span<const size_t> recvCounts, std::span<const size_t> recvDispls,
                           DataType type, const CallOptions& options),
                          (CollectiveCall{Collective::kAllToAllv, "allToAllv", sendbuf, recvbuf, 0,
-                                         type, ReduceOp::kSum, -1, &options, sendCounts,
-                                         sendDispls, recvCounts, recvDispls}))
+                                         type, ReduceOp::kSum, -1, &options, sendCounts, sendDispls,
+                                         recvCounts, recvDispls}))
 GROVE_BLOCKING_AND_ASYNC(barrier, (),
                          (CollectiveCall{Collective::kBarrier, "barrier", nullptr, nullptr, 0,
                                          DataType::kUint8, ReduceOp::kSum, -1, &kNoOptions}))
@@ -182,14 +180,14 @@ void Communicator::recv(void* recvbuf, size_t count, DataType type, int peer) {
                               ReduceOp::kSum, peer, &kNoOptions});
 }
 Request Communicator::sendAsync(const void* sendbuf, size_t count, DataType type, int peer) {
-  return Request(detail::issue(state(), CollectiveCall{Collective::kSendRecv, "send", sendbuf,
-                                                        nullptr, count, type, ReduceOp::kSum,
-                                                        peer, &kNoOptions}));
+  return Request(
+      detail::issue(state(), CollectiveCall{Collective::kSendRecv, "send", sendbuf, nullptr, count,
+                                            type, ReduceOp::kSum, peer, &kNoOptions}));
 }
 Request Communicator::recvAsync(void* recvbuf, size_t count, DataType type, int peer) {
-  return Request(detail::issue(state(), CollectiveCall{Collective::kSendRecv, "recv", nullptr,
-                                                        recvbuf, count, type, ReduceOp::kSum,
-                                                        peer, &kNoOptions}));
+  return Request(
+      detail::issue(state(), CollectiveCall{Collective::kSendRecv, "recv", nullptr, recvbuf, count,
+                                            type, ReduceOp::kSum, peer, &kNoOptions}));
 }
 
 void Communicator::groupStart() {
@@ -242,8 +240,7 @@ Communicator Communicator::split(int color, int key) {
   std::sort(members.begin(), members.end());
   int newRank = 0;
   while (members[newRank].second != s.rank()) ++newRank;
-  auto transport =
-      s.transport().split(sequence, color, static_cast<int>(members.size()), newRank);
+  auto transport = s.transport().split(sequence, color, static_cast<int>(members.size()), newRank);
   return Communicator(std::make_shared<CommState>(std::move(transport), s.config()));
 }
 

@@ -37,7 +37,7 @@ Config Config::fromEnvironment() {
                 "grove: GROVE_SLOT_BYTES must be a multiple of 64, got " +
                     std::to_string(config.slotBytes));
   }
-  config.fifoDepth = static_cast<uint32_t>(readNumber("GROVE_FIFO_DEPTH", 4, 1, 64));
+  config.fifoDepth = static_cast<uint32_t>(readNumber("GROVE_FIFO_DEPTH", 4, 2, 64));
   config.spin = std::chrono::microseconds(readNumber("GROVE_SPIN_US", 20, 0, 1'000'000));
   config.verifyPlans = readNumber("GROVE_VERIFY", 0, 0, 1) == 1;
   return config;

@@ -17,7 +17,8 @@ struct Config {
   /// GROVE_SLOT_BYTES (default 256 KiB, a multiple of 64): bytes per FIFO slot; also the
   /// executor's tile size.
   size_t slotBytes = 256 * 1024;
-  /// GROVE_FIFO_DEPTH (default 4): slots per FIFO.
+  /// GROVE_FIFO_DEPTH (default 4, at least 2: the ring's fused steps hold one slot while
+  /// they wait for the next): slots per FIFO.
   uint32_t fifoDepth = 4;
   /// GROVE_SPIN_US (default 20): how long a waiting rank polls before it sleeps.
   std::chrono::microseconds spin{20};

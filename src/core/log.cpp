@@ -44,7 +44,8 @@ std::string expandPath(const char* pattern) {
 
 struct Sink {
   Sink() {
-    if (const char* file = getenv("GROVE_DEBUG_FILE")) stream = fopen(expandPath(file).c_str(), "a");
+    if (const char* file = getenv("GROVE_DEBUG_FILE"))
+      stream = fopen(expandPath(file).c_str(), "a");
     if (stream == nullptr) stream = stderr;
     gethostname(host, sizeof(host) - 1);
   }

@@ -22,17 +22,20 @@ void write(Level at, int rank, std::string_view message);
 
 template <class... Args>
 void info(int rank, fmt::format_string<Args...> format, Args&&... args) {
-  if (enabled(Level::kInfo)) write(Level::kInfo, rank, fmt::format(format, std::forward<Args>(args)...));
+  if (enabled(Level::kInfo))
+    write(Level::kInfo, rank, fmt::format(format, std::forward<Args>(args)...));
 }
 
 template <class... Args>
 void warn(int rank, fmt::format_string<Args...> format, Args&&... args) {
-  if (enabled(Level::kWarn)) write(Level::kWarn, rank, fmt::format(format, std::forward<Args>(args)...));
+  if (enabled(Level::kWarn))
+    write(Level::kWarn, rank, fmt::format(format, std::forward<Args>(args)...));
 }
 
 template <class... Args>
 void trace(int rank, fmt::format_string<Args...> format, Args&&... args) {
-  if (enabled(Level::kTrace)) write(Level::kTrace, rank, fmt::format(format, std::forward<Args>(args)...));
+  if (enabled(Level::kTrace))
+    write(Level::kTrace, rank, fmt::format(format, std::forward<Args>(args)...));
 }
 
 }  // namespace grove::log

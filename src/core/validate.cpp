@@ -56,11 +56,12 @@ void checkBuffer(const CallSite& site, const char* argument, const void* buffer,
 
 void checkRank(const CallSite& site, const char* argument, int value, bool notSelf) {
   if (value < 0 || value >= site.size) {
-    invalid(site, fmt::format("{} {} is out of range (expected 0..{})", argument, value,
-                              site.size - 1));
+    invalid(site,
+            fmt::format("{} {} is out of range (expected 0..{})", argument, value, site.size - 1));
   }
   if (notSelf && value == site.rank) {
-    invalid(site, fmt::format("{} {} is this rank itself (expected another rank)", argument, value));
+    invalid(site,
+            fmt::format("{} {} is this rank itself (expected another rank)", argument, value));
   }
 }
 

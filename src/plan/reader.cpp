@@ -115,7 +115,6 @@ void parseHeader(Line& line, Plan& plan) {
     line.fail("unknown collective '" + std::string(name) + "'");
   }
   plan.algorithm = std::string(line.keyValue("algo"));
-  plan.nranks = 0;
   int64_t rank = line.keyNumber("rank", 0, kMaxRanks - 1);
   plan.nranks = static_cast<int>(line.keyNumber("nranks", 1, kMaxRanks));
   if (rank >= plan.nranks) {

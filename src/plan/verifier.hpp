@@ -36,6 +36,30 @@ struct VerifyOptions {
 ///  * every send meets a matching recv (same chunk size class) and no message is left over;
 ///  * no step can wait forever (no deadlock, with FIFOs of `fifoDepth` slots);
 ///  * chunk, peer, lane and dependency references are in range.
+///
+/// The symbolic model, in detail: a chunk holds a multiset of contributions (rank, input
+/// chunk); Input chunk c of rank r starts as {(r, c)}, Output and Scratch start undefined
+/// (reading them is an error). ⊕ is multiset union and a contribution counted twice is an
+/// error. Expected results, with k = chunksPerBlock and all(c) = {(q, c) for every rank q}:
+/// allreduce out c = all(c); reducescatter out p = all(r*k+p); reduce: root's out c = all(c);
+/// allgather out b*k+p = {(b, p)}; broadcast out c = {(root, c)}; alltoall(v) out b*k+p =
+/// {(b, r*k+p)}; gather: root's out b*k+p = {(b, p)}; scatter out p = {(root, r*k+p)}.
+/// Reduction results must be finalized by exactly one step (`finalize` on the step that
+/// produces the complete value; copies keep the flag; reducing a finalized value is an error).
+///
+/// Barrier convention: barrier plans have outputBlocks = 1 and chunksPerBlock = 1; Output
+/// chunk 0 of rank r starts as its token {(r, 0)}, ⊕ on tokens is idempotent set union, and
+/// every rank must end holding a token of every rank. sendrecv plans are not verifiable.
+///
+/// Rules a plan must also follow: block counts are per collective (allreduce, broadcast,
+/// reduce: in = out = 1; allgather, gather: in = 1, out = n; reducescatter, scatter: in = n,
+/// out = 1; alltoall(v): in = out = n); data-movement collectives neither reduce nor finalize;
+/// no step writes Input (the caller's send buffer); operands and messages of one step are the
+/// same part (chunk % k) so their sizes agree (not checked for alltoallv); a connection end
+/// (direction, peer, lane) is used by one channel only; two steps of different channels that
+/// touch the same chunk of the same tile, one of them writing, must be ordered through
+/// `after` or messages (else a race is reported even if the replay got the right values); a
+/// receive must take the message of the same tile.
 VerifyResult verify(const std::vector<Plan>& plans, const VerifyOptions& options = {});
 
 }  // namespace grove::plan

@@ -248,6 +248,10 @@ std::string describe(const std::vector<Contribution>& items, size_t limit) {
   return text + "}";
 }
 
+std::string chunkName(const ChunkRef& ref) {
+  return fmt::format("{}[{}]", bufferName(ref.buffer), ref.chunk);
+}
+
 bool isReduction(Collective collective) {
   return collective == Collective::kAllReduce || collective == Collective::kReduce ||
          collective == Collective::kReduceScatter;

@@ -37,6 +37,9 @@ struct Value {
 /// "{(0,1), (2,1)}", at most `limit` items then "... (N in all)".
 std::string describe(const std::vector<Contribution>& items, size_t limit = 8);
 
+/// "in[3]", "out[0]", "scratch[2]": a chunk as plans are printed.
+std::string chunkName(const ChunkRef& ref);
+
 /// allreduce, reduce, reducescatter: ⊕ must count every contribution once.
 bool isReduction(Collective collective);
 /// broadcast, allgather, alltoall(v), gather, scatter: no step may reduce or finalize.

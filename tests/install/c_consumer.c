@@ -19,7 +19,8 @@
 
 enum { kRanks = 2, kCount = 1000 };
 
-int main(void) {
+int main(int argc, char** argv) {
+  (void)argc;
   int version = 0;
   CHECK(groveGetVersion(&version));
   if (version != GROVE_VERSION_CODE) {
@@ -58,6 +59,6 @@ int main(void) {
   }
   for (int r = 0; r < kRanks; ++r) CHECK(groveCommDestroy(comms[r]));
 
-  printf("c_consumer: grove %d allReduce over %d ranks OK\n", version, kRanks);
+  printf("%s: grove %s allReduce over %d ranks OK\n", argv[0], GROVE_VERSION_STRING, kRanks);
   return 0;
 }

@@ -52,8 +52,10 @@ bool hasRoot(Kind kind) {
   return kind == Kind::kBroadcast || kind == Kind::kGather || kind == Kind::kScatter;
 }
 
-// gather and scatter have no in-place form in grove's API.
-bool hasInPlace(Kind kind) { return kind != Kind::kGather && kind != Kind::kScatter; }
+// Every kind has an in-place form (NCCL's): sendbuf == recvbuf for broadcast and allToAll,
+// sendbuf == recvbuf + rank * count for allGather, and on the root sendbuf == recvbuf + root *
+// count for gather, recvbuf == sendbuf + root * count for scatter.
+bool hasInPlace(Kind) { return true; }
 
 struct Case {
   Kind kind = Kind::kBroadcast;
@@ -127,6 +129,15 @@ std::vector<std::byte> runCase(Communicator& comm, const Case& c) {
         fillPattern(recv.data() + me * block, block, me, 0, c.salt);
         sendPtr = recv.data() + me * block;
         break;
+      case Kind::kGather:  // on the root: sendbuf == recvbuf + root * count
+        if (isRoot) {
+          fillPattern(recv.data() + me * block, block, me, 0, c.salt);
+          sendPtr = recv.data() + me * block;
+        }
+        break;
+      case Kind::kScatter:  // on the root: recvbuf == sendbuf + root * count
+        if (isRoot) recvPtr = send.data() + me * block;
+        break;
       default:  // sendbuf == recvbuf
         fillPattern(recv.data(), recvBytes, me, 0, c.salt);
         sendPtr = recv.data();
@@ -160,7 +171,7 @@ std::vector<std::byte> runCase(Communicator& comm, const Case& c) {
 
   EXPECT_TRUE(send.guardsIntact()) << c.what << ": bytes written around the send buffer";
   EXPECT_TRUE(recv.guardsIntact()) << c.what << ": bytes written around the receive buffer";
-  if (!c.inPlace) {
+  if (!c.inPlace || c.kind == Kind::kScatter) {
     EXPECT_TRUE(send.bytes() == input) << c.what << ": send buffer modified";
   }
 

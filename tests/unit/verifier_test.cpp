@@ -479,12 +479,15 @@ TEST(Verifier, InPlaceAliasingCatchesOverwrittenInput) {
   expectError(check(plans, true),
               "rank 1 channel 0 step 2 (reduce in[0] -> out[0] finalize, tile "
               "0) double counts contribution (0,0)");
-  // Allgather in place: in[0] is out[r]; receiving into out[r] first destroys it.
-  plans = ringAllGather(3);
-  std::swap(plans[0].channels[0].steps[0], plans[0].channels[0].steps[3]);  // recv out[1] first
-  plans[0].channels[0].steps[3] = copy(in(0), out(1));
-  plans[0].channels[0].steps[0] = recv(2, out(0));
-  EXPECT_FALSE(check(plans, true).ok);
+  // Reducescatter in place: out[0] is in[r]; receiving into out[0] destroys in[r].
+  plans = each(2, [](int r) {
+    Plan p = shape(Collective::kReduceScatter, r, 2, 1, 2, 1);
+    p.channels[0].steps = {send(1 - r, in(at(1 - r, 2))), recv(1 - r, out(0)),
+                           fin(reduce(in(at(r, 2)), out(0)))};
+    return p;
+  });
+  EXPECT_TRUE(check(plans, false).ok) << check(plans, false).error;
+  expectError(check(plans, true), "double counts contribution (0,1)");
 }
 
 TEST(Verifier, CrossChannelDependencyIsHonored) {

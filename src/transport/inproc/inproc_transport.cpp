@@ -73,7 +73,7 @@ int InprocWorld::failedRank(int except) const {
 }
 
 std::shared_ptr<InprocWorld> InprocWorld::splitWorld(uint64_t splitSequence, int color,
-                                                      int members) {
+                                                     int members) {
   std::lock_guard lock(mutex_);
   auto& pending = splits_[{splitSequence, color}];
   if (!pending.world) {

@@ -76,8 +76,7 @@ class InprocTransport final : public Transport {
   int failedPeer() const override { return world_->failedRank(rank_); }
   std::unique_ptr<Transport> split(uint64_t sequence, int color, int members,
                                    int newRank) override {
-    return std::make_unique<InprocTransport>(world_->splitWorld(sequence, color, members),
-                                             newRank);
+    return std::make_unique<InprocTransport>(world_->splitWorld(sequence, color, members), newRank);
   }
 
   const std::shared_ptr<InprocWorld>& world() const { return world_; }

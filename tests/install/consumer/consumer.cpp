@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-int main() {
+int main(int /*argc*/, char** argv) {
   constexpr size_t kCount = 1000;
   try {
     std::vector<grove::Communicator> comms = grove::Communicator::createInProcess(2);
@@ -47,6 +47,6 @@ int main() {
     std::fprintf(stderr, "consumer: %s\n", e.what());
     return 1;
   }
-  std::printf("consumer: grove %s allReduce over 2 ranks OK\n", GROVE_VERSION_STRING);
+  std::printf("%s: grove %s allReduce over 2 ranks OK\n", argv[0], GROVE_VERSION_STRING);
   return 0;
 }

@@ -1,0 +1,343 @@
+// The verifier's replay: firing steps on symbolic values, with FIFOs, dependencies, vector
+// clocks for race detection, and the ⊕ / finalize rules (see verifier_replay.hpp).
+#include "plan/verifier_replay.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "plan/printer.hpp"
+
+namespace grove::plan::verifier_model {
+namespace {
+
+void join(Clock& into, const Clock& from) {
+  for (size_t i = 0; i < into.size(); ++i) into[i] = std::max(into[i], from[i]);
+}
+
+uint64_t snapshotKey(int global, int32_t step, uint32_t tile) {
+  return (static_cast<uint64_t>(global) << 42) | (static_cast<uint64_t>(step) << 11) | tile;
+}
+
+}  // namespace
+
+std::string Replay::where(int r, int c, uint32_t s, uint32_t tile) const {
+  return fmt::format("rank {} channel {} step {} ({}, tile {})", r, c, s, toText(stepAt(r, c, s)),
+                     tile);
+}
+
+Replay::Replay(const std::vector<Plan>& plans, const VerifyOptions& options)
+    : plans_(plans),
+      nranks_(static_cast<int>(plans.size())),
+      tiles_(static_cast<uint32_t>(options.tiles)),
+      fifoDepth_(static_cast<size_t>(options.fifoDepth)),
+      collective_(plans[0].collective),
+      checkParts_(plans[0].collective != Collective::kAllToAllv),
+      state_(plans.size()) {
+  for (int r = 0; r < nranks_; ++r) {
+    const Plan& p = plans_[r];
+    RankState& st = state_[r];
+    uint32_t cells = 0;
+    std::vector<uint32_t>& in = st.cellOf[static_cast<int>(BufferKind::kInput)];
+    std::vector<uint32_t>& out = st.cellOf[static_cast<int>(BufferKind::kOutput)];
+    std::vector<uint32_t>& scratch = st.cellOf[static_cast<int>(BufferKind::kScratch)];
+    for (uint32_t c = 0; c < p.chunks(BufferKind::kInput); ++c) in.push_back(cells++);
+    for (uint32_t c = 0; c < p.chunks(BufferKind::kOutput); ++c) {
+      const int64_t alias = options.inPlace ? aliasedInput(p, c) : -1;
+      out.push_back(alias >= 0 && alias < static_cast<int64_t>(in.size())
+                        ? in[static_cast<size_t>(alias)]
+                        : cells++);
+    }
+    for (uint32_t c = 0; c < p.chunks(BufferKind::kScratch); ++c) scratch.push_back(cells++);
+    st.values.resize(size_t{cells} * tiles_);
+    st.access.resize(size_t{cells} * tiles_);
+    for (uint32_t t = 0; t < tiles_; ++t) {
+      for (uint32_t c = 0; c < in.size(); ++c) {
+        st.values[size_t{in[c]} * tiles_ + t] = {true, false, {contribution(r, c)}};
+      }
+      if (collective_ == Collective::kBarrier && !out.empty()) {
+        st.values[size_t{out[0]} * tiles_ + t] = {true, false, {contribution(r, 0)}};
+      }
+    }
+    st.cursors.resize(p.channels.size());
+    st.isAfterTarget.resize(p.channels.size());
+    st.firstChannel = static_cast<int>(channelOwner_.size());
+    for (size_t c = 0; c < p.channels.size(); ++c) {
+      channelOwner_.emplace_back(r, static_cast<int>(c));
+      st.isAfterTarget[c].resize(p.channels[c].steps.size());
+      if (p.channels[c].steps.empty()) st.cursors[c].tile = tiles_;
+    }
+    for (size_t c = 0; c < p.channels.size(); ++c) {
+      for (const Step& step : p.channels[c].steps) {
+        if (step.after.channel >= 0 && static_cast<size_t>(step.after.channel) != c) {
+          st.isAfterTarget[static_cast<size_t>(step.after.channel)]
+                          [static_cast<size_t>(step.after.step)] = true;
+        }
+      }
+    }
+  }
+  clocks_.assign(channelOwner_.size(), Clock(channelOwner_.size(), 0));
+}
+
+Replay::Block Replay::blocker(int r, int c) const {
+  const Cursor& cur = state_[r].cursors[c];
+  const Step& step = stepAt(r, c, cur.step);
+  if (step.after.channel >= 0 && step.after.channel != c) {
+    const Cursor& other = state_[r].cursors[step.after.channel];
+    const uint64_t needed =
+        uint64_t{cur.tile} * length(r, step.after.channel) + static_cast<uint64_t>(step.after.step);
+    if (other.completed <= needed) return Block::kAfter;
+  }
+  if (receives(step.op)) {
+    auto it = fifos_.find(fifoKey(step.recvPeer, r, step.lane));
+    if (it == fifos_.end() || it->second.empty()) return Block::kRecv;
+  }
+  if (sends(step.op)) {
+    auto it = fifos_.find(fifoKey(r, step.sendPeer, step.lane));
+    if (it != fifos_.end() && it->second.size() >= fifoDepth_) return Block::kSend;
+  }
+  return Block::kNone;
+}
+
+std::string Replay::blockedReason(int r, int c) const {
+  const Cursor& cur = state_[r].cursors[c];
+  const Step& step = stepAt(r, c, cur.step);
+  switch (blocker(r, c)) {
+    case Block::kAfter:
+      return fmt::format("waits for channel {} step {} of tile {}", step.after.channel,
+                         step.after.step, cur.tile);
+    case Block::kRecv:
+      return fmt::format("waits for a message from rank {} on lane {}", step.recvPeer, step.lane);
+    case Block::kSend:
+      return fmt::format("waits for rank {} to take a message on lane {} ({} slot(s) full)",
+                         step.sendPeer, step.lane, fifoDepth_);
+    case Block::kNone:
+      break;
+  }
+  return "can run";
+}
+
+void Replay::run() {
+  size_t remaining = 0;
+  for (int r = 0; r < nranks_; ++r) {
+    for (size_t c = 0; c < state_[r].cursors.size(); ++c) remaining += !done(r, int(c));
+  }
+  bool progress = true;
+  while (remaining > 0 && progress) {
+    progress = false;
+    for (int r = 0; r < nranks_; ++r) {
+      const int channels = static_cast<int>(state_[r].cursors.size());
+      for (int c = 0; c < channels; ++c) {
+        while (!done(r, c) && blocker(r, c) == Block::kNone) {
+          fire(r, c);
+          progress = true;
+          if (done(r, c)) --remaining;
+        }
+      }
+    }
+  }
+  if (remaining == 0) return;
+  std::string message = fmt::format("deadlock: no step can run (FIFOs of {} slot(s), {} tile(s)); ",
+                                    fifoDepth_, tiles_);
+  size_t listed = 0;
+  for (int r = 0; r < nranks_; ++r) {
+    for (int c = 0; c < static_cast<int>(state_[r].cursors.size()); ++c) {
+      if (done(r, c)) continue;
+      if (listed == 8) {
+        message += fmt::format("; ... ({} blocked channels in all)", remaining);
+        throw Failure{message};
+      }
+      const Cursor& cur = state_[r].cursors[c];
+      message += fmt::format("{}{} {}", listed++ > 0 ? "; " : "", where(r, c, cur.step, cur.tile),
+                             blockedReason(r, c));
+    }
+  }
+  throw Failure{message};
+}
+
+void Replay::checkOrdered(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref,
+                          int32_t other, uint32_t otherClock, int32_t otherStep, bool otherWrites,
+                          bool iWrite) const {
+  const int me = state_[r].firstChannel + c;
+  if (other < 0 || other == me || clocks_[me][other] >= otherClock) return;
+  const int otherChannel = channelOwner_[other].second;
+  throw Failure{fmt::format(
+      "{} {} {} while channel {} step {} ({}) {} it in the same tile, and nothing orders the "
+      "two (add `after` or keep them on one channel)",
+      where(r, c, s, tile), iWrite ? "writes" : "reads", chunkName(ref), otherChannel, otherStep,
+      toText(stepAt(r, otherChannel, static_cast<uint32_t>(otherStep))),
+      otherWrites ? "writes" : "reads")};
+}
+
+Value Replay::read(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref) {
+  const size_t at = slot(r, ref, tile);
+  RankState& st = state_[r];
+  const Value& value = st.values[at];
+  if (!value.defined) {
+    throw Failure{fmt::format("{} reads undefined {}: nothing has written it yet",
+                              where(r, c, s, tile), chunkName(ref))};
+  }
+  Access& access = st.access[at];
+  checkOrdered(r, c, s, tile, ref, access.writer, access.writerClock, access.writerStep, true,
+               false);
+  const int me = st.firstChannel + c;
+  auto mine = std::find_if(access.reads.begin(), access.reads.end(),
+                           [me](const auto& read) { return read.first == me; });
+  if (mine == access.reads.end()) {
+    access.reads.emplace_back(me, clocks_[me][me]);
+  } else {
+    mine->second = clocks_[me][me];
+  }
+  return value;
+}
+
+void Replay::write(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref,
+                   const Value& value) {
+  const size_t at = slot(r, ref, tile);
+  RankState& st = state_[r];
+  Access& access = st.access[at];
+  checkOrdered(r, c, s, tile, ref, access.writer, access.writerClock, access.writerStep, true,
+               true);
+  // Reads record only the channel and clock; the step is recovered for the message.
+  for (const auto& [reader, clock] : access.reads) {
+    const int me = st.firstChannel + c;
+    if (reader == me || clocks_[me][reader] >= clock) continue;
+    const int readerChannel = channelOwner_[reader].second;
+    const uint32_t readerLength = length(r, readerChannel);
+    const auto readerStep = static_cast<int32_t>((clock - 1) % readerLength);
+    checkOrdered(r, c, s, tile, ref, reader, clock, readerStep, false, true);
+  }
+  const int me = st.firstChannel + c;
+  access.writer = me;
+  access.writerClock = clocks_[me][me];
+  access.writerStep = static_cast<int32_t>(s);
+  access.reads.clear();
+  st.values[at] = value;
+}
+
+Value Replay::combine(const Value& a, const Value& b, int r, int c, uint32_t s,
+                      uint32_t tile) const {
+  if (a.finalized || b.finalized) {
+    throw Failure{
+        fmt::format("{} reduces a value that is already finalized ({}); finalize "
+                    "belongs on the last reduction only",
+                    where(r, c, s, tile), describe(a.finalized ? a.items : b.items))};
+  }
+  Value result{true, false, {}};
+  result.items.reserve(a.items.size() + b.items.size());
+  if (collective_ == Collective::kBarrier) {
+    std::set_union(a.items.begin(), a.items.end(), b.items.begin(), b.items.end(),
+                   std::back_inserter(result.items));
+    return result;
+  }
+  std::merge(a.items.begin(), a.items.end(), b.items.begin(), b.items.end(),
+             std::back_inserter(result.items));
+  auto twice = std::adjacent_find(result.items.begin(), result.items.end());
+  if (twice != result.items.end()) {
+    throw Failure{fmt::format("{} double counts contribution ({},{}): {} ⊕ {}",
+                              where(r, c, s, tile), contributorRank(*twice),
+                              contributorChunk(*twice), describe(a.items), describe(b.items))};
+  }
+  return result;
+}
+
+void Replay::finalize(Value& value, int r, int c, uint32_t s, uint32_t tile) const {
+  if (value.finalized) {
+    throw Failure{
+        fmt::format("{} finalizes {} a second time", where(r, c, s, tile), describe(value.items))};
+  }
+  std::vector<bool> present(static_cast<size_t>(nranks_));
+  for (Contribution item : value.items) {
+    if (contributorRank(item) < present.size()) present[contributorRank(item)] = true;
+  }
+  std::string missing;
+  for (int q = 0; q < nranks_; ++q) {
+    if (!present[static_cast<size_t>(q)])
+      missing += fmt::format("{}{}", missing.empty() ? "" : ", ", q);
+  }
+  if (!missing.empty()) {
+    throw Failure{
+        fmt::format("{} finalizes an incomplete value {}: missing contribution of "
+                    "rank(s) {}",
+                    where(r, c, s, tile), describe(value.items), missing)};
+  }
+  value.finalized = true;
+}
+
+void Replay::fire(int r, int c) {
+  Cursor& cur = state_[r].cursors[c];
+  const uint32_t s = cur.step;
+  const uint32_t tile = cur.tile;
+  const Step& step = stepAt(r, c, s);
+  const int me = state_[r].firstChannel + c;
+  Clock& clock = clocks_[me];
+  const uint32_t k = plans_[r].chunksPerBlock;
+  const uint32_t part = readsSrc(step.op) ? step.src.chunk % k : step.dst.chunk % k;
+
+  if (step.after.channel >= 0 && step.after.channel != c) {
+    const int other = state_[r].firstChannel + step.after.channel;
+    auto it = snapshots_.find(snapshotKey(other, step.after.step, tile));
+    if (it != snapshots_.end()) join(clock, it->second);
+  }
+  Message incoming;
+  if (receives(step.op)) {
+    std::deque<Message>& fifo = fifos_[fifoKey(step.recvPeer, r, step.lane)];
+    incoming = std::move(fifo.front());
+    fifo.pop_front();
+    auto sender = [&] {
+      return fmt::format(
+          "rank {} channel {} step {} ({})", step.recvPeer, incoming.channel, incoming.step,
+          toText(stepAt(step.recvPeer, incoming.channel, static_cast<uint32_t>(incoming.step))));
+    };
+    if (incoming.tile != tile) {
+      throw Failure{fmt::format(
+          "{} receives the tile {} message of {}: the two plans exchange different numbers of "
+          "messages per tile on the connection from rank {} to rank {} lane {}",
+          where(r, c, s, tile), incoming.tile, sender(), step.recvPeer, r, step.lane)};
+    }
+    if (checkParts_ && incoming.part != part) {
+      throw Failure{fmt::format(
+          "{} receives a part {} chunk from {} into part {} chunks: parts differ in size",
+          where(r, c, s, tile), incoming.part, sender(), part)};
+    }
+    join(clock, incoming.clock);
+  }
+  ++clock[me];
+
+  Value value;
+  switch (step.op) {
+    case OpKind::kSend:
+    case OpKind::kCopy:
+      value = read(r, c, s, tile, step.src);
+      break;
+    case OpKind::kRecv:
+    case OpKind::kRecvCopySend:
+      value = std::move(incoming.value);
+      break;
+    case OpKind::kRecvReduce:
+      value = combine(read(r, c, s, tile, step.dst), incoming.value, r, c, s, tile);
+      break;
+    case OpKind::kReduce:
+      value = combine(read(r, c, s, tile, step.dst), read(r, c, s, tile, step.src), r, c, s, tile);
+      break;
+    case OpKind::kRecvReduceSend:
+    case OpKind::kRecvReduceCopy:
+    case OpKind::kRecvReduceCopySend:
+      value = combine(read(r, c, s, tile, step.src), incoming.value, r, c, s, tile);
+      break;
+  }
+  if (step.finalize) finalize(value, r, c, s, tile);
+  if (writesDst(step.op)) write(r, c, s, tile, step.dst, value);
+  if (sends(step.op)) {
+    Message message{std::move(value), part, tile, c, static_cast<int>(s), clock};
+    fifos_[fifoKey(r, step.sendPeer, step.lane)].push_back(std::move(message));
+  }
+  if (state_[r].isAfterTarget[c][s]) snapshots_[snapshotKey(me, int32_t(s), tile)] = clock;
+  ++cur.completed;
+  if (++cur.step == length(r, c)) {
+    cur.step = 0;
+    ++cur.tile;
+  }
+}
+
+}  // namespace grove::plan::verifier_model

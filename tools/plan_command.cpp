@@ -1,0 +1,143 @@
+// `grove plan`: shows the plan grove would run for a call shape and proves it.
+//
+// The plan is data: this command prints the algorithm choice with its reasons (every
+// candidate's α–β estimate or why it declined), the steps of the chosen ranks' plans, and
+// the symbolic verifier's verdict for the whole group, out of place and in place. Nothing
+// is executed, so it answers "what would grove do with 37 ranks?" on any machine.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algo/registry.hpp"
+#include "command.hpp"
+#include "grove/error.hpp"
+#include "plan/printer.hpp"
+#include "plan/verifier.hpp"
+
+namespace grove::tools {
+namespace {
+
+struct PlanOptions {
+  std::string collective;
+  int nranks = 4;
+  int rank = -1;
+  int root = 0;
+  std::string count = "1M";
+  std::string type = "float";
+  std::string algorithm;
+  int fifoDepth = 4;
+};
+
+plan::Collective parseCollective(const std::string& name) {
+  for (int c = 0; c < plan::kCollectiveCount; ++c) {
+    auto collective = static_cast<plan::Collective>(c);
+    if (collective != plan::Collective::kSendRecv && name == plan::toString(collective)) {
+      return collective;
+    }
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              "collective '" + name +
+                  "' is not known (expected allreduce, broadcast, reduce, allgather, "
+                  "reducescatter, alltoall, alltoallv, gather, scatter or barrier)");
+}
+
+size_t parseCount(const std::string& text) {
+  size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string suffix = text.substr(used);
+  unsigned long long scale = suffix.empty()  ? 1
+                             : suffix == "K" ? 1ull << 10
+                             : suffix == "M" ? 1ull << 20
+                             : suffix == "G" ? 1ull << 30
+                                             : 0;
+  if (used == 0 || scale == 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--count '" + text + "' is not a count (expected digits with optional K, M or G)");
+  }
+  return static_cast<size_t>(value * scale);
+}
+
+void runPlan(const PlanOptions& options) {
+  const plan::Collective collective = parseCollective(options.collective);
+  if (options.nranks < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "--nranks must be at least 1");
+  }
+  const bool rooted =
+      collective == plan::Collective::kBroadcast || collective == plan::Collective::kReduce ||
+      collective == plan::Collective::kGather || collective == plan::Collective::kScatter;
+  if (rooted && (options.root < 0 || options.root >= options.nranks)) {
+    throw Error(ErrorCode::kInvalidArgument, "--root " + std::to_string(options.root) +
+                                                 " is out of range for " +
+                                                 std::to_string(options.nranks) + " ranks");
+  }
+  if (options.rank >= options.nranks) {
+    throw Error(ErrorCode::kInvalidArgument, "--rank " + std::to_string(options.rank) +
+                                                 " is out of range for " +
+                                                 std::to_string(options.nranks) + " ranks");
+  }
+  auto type = parseDataType(options.type);
+  if (!type) throw Error(ErrorCode::kInvalidArgument, "--type '" + options.type + "' is not known");
+
+  plan::PlanRequest request{
+      collective, options.nranks, 0, rooted ? options.root : -1, parseCount(options.count),
+      *type,      ReduceOp::kSum};
+  algo::Selection selection = algo::select(request, options.algorithm, "");
+  std::printf("# %s of %zu %s elements on %d ranks\n# choice: %s\n", plan::toString(collective),
+              request.count, toString(*type).data(), options.nranks, selection.reason.c_str());
+
+  std::vector<plan::Plan> plans;
+  for (int r = 0; r < options.nranks; ++r) {
+    request.rank = r;
+    plans.push_back(selection.algorithm->build(request));
+  }
+  for (const plan::Plan& p : plans) {
+    if (options.rank < 0 || options.rank == p.rank) std::printf("\n%s", plan::toText(p).c_str());
+  }
+  bool ok = true;
+  for (bool inPlace : {false, true}) {
+    plan::VerifyOptions verify;
+    verify.inPlace = inPlace;
+    verify.fifoDepth = options.fifoDepth;
+    plan::VerifyResult result = plan::verify(plans, verify);
+    std::printf("\n# verifier (%s, %d tiles, FIFOs of %d slots): %s\n",
+                inPlace ? "in place" : "out of place", verify.tiles, verify.fifoDepth,
+                result.ok ? "proven" : ("FAILED: " + result.error).c_str());
+    ok = ok && result.ok;
+  }
+  if (!ok) throw CommandExit(1);
+}
+
+void addPlanCommand(CLI::App& app) {
+  auto options = std::make_shared<PlanOptions>();
+  CLI::App* command = app.add_subcommand(
+      "plan", "Print and verify the plan grove builds for a collective (nothing is run)");
+  command
+      ->add_option("collective", options->collective,
+                   "allreduce, broadcast, reduce, allgather, reducescatter, alltoall, "
+                   "alltoallv, gather, scatter or barrier")
+      ->required();
+  command->add_option("-n,--nranks", options->nranks, "Number of ranks")->capture_default_str();
+  command->add_option("--rank", options->rank, "Print only this rank's plan (default: all)");
+  command->add_option("-r,--root", options->root, "Root of rooted collectives")
+      ->capture_default_str();
+  command->add_option("-c,--count", options->count, "Elements per rank (K, M, G suffixes)")
+      ->capture_default_str();
+  command->add_option("-d,--type", options->type, "Element type")->capture_default_str();
+  command->add_option("-A,--algo", options->algorithm, "Force an algorithm (default: cheapest)");
+  command->add_option("--fifo-depth", options->fifoDepth, "FIFO slots the verifier models")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  command->callback([options] { runPlan(*options); });
+}
+
+const CommandRegistration kPlan{"plan", &addPlanCommand};
+
+}  // namespace
+}  // namespace grove::tools
