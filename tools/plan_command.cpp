@@ -6,6 +6,7 @@
 // is executed, so it answers "what would grove do with 37 ranks?" on any machine.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,7 +89,9 @@ void runPlan(const PlanOptions& options) {
   plan::PlanRequest request{
       collective, options.nranks, 0, rooted ? options.root : -1, parseCount(options.count),
       *type,      ReduceOp::kSum};
-  algo::Selection selection = algo::select(request, options.algorithm, "");
+  const char* envAlgo = std::getenv("GROVE_ALGO");
+  algo::Selection selection =
+      algo::select(request, options.algorithm, envAlgo != nullptr ? envAlgo : "");
   std::printf("# %s of %zu %s elements on %d ranks\n# choice: %s\n", plan::toString(collective),
               request.count, toString(*type).data(), options.nranks, selection.reason.c_str());
 
@@ -130,7 +133,8 @@ void addPlanCommand(CLI::App& app) {
   command->add_option("-c,--count", options->count, "Elements per rank (K, M, G suffixes)")
       ->capture_default_str();
   command->add_option("-d,--type", options->type, "Element type")->capture_default_str();
-  command->add_option("-A,--algo", options->algorithm, "Force an algorithm (default: cheapest)");
+  command->add_option("-A,--algo", options->algorithm,
+                      "Force an algorithm (default: GROVE_ALGO, else the cheapest)");
   command->add_option("--fifo-depth", options->fifoDepth, "FIFO slots the verifier models")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
