@@ -4,8 +4,8 @@
 # this one describes what a user of the library gets. Installed:
 #   include/grove/*.h, *.hpp       the public headers plus the generated version.hpp
 #   lib/libgrove.so*, libgrove.a   the shared (grove::grove) and static (grove::grove_static)
-#                                  library; both are self-contained (fmt is compiled in header-
-#                                  only mode), so consumers need only the C++ runtime and threads
+#                                  library. fmt is compiled in (header-only mode), so consumers
+#                                  need only the C++ runtime, threads and OpenSSL's libcrypto
 #   bin/grove                      the command-line tool
 #   lib/cmake/grove/               the CMake package: find_package(grove) with a version file
 #   lib/pkgconfig/grove.pc         for pkg-config users (C programs, Makefiles)

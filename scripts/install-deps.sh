@@ -21,6 +21,7 @@ readonly PACKAGES=(
   nlohmann-json3-dev  # JSON output and input (grove perf -J, topology files)
   libcli11-dev        # command-line parsing of the grove tool
   libfmt-dev          # formatting of messages and tables
+  libssl-dev          # libcrypto: HMAC-SHA256 of the bootstrap authentication
   clang-format        # make format / make format-check
   python3             # helper scripts (bench plots, result checks)
 )

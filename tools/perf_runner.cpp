@@ -10,15 +10,18 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <barrier>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bootstrap/launch.hpp"
 #include "core/comm_state.hpp"
 #include "grove/communicator.hpp"
 #include "perf_data.hpp"
@@ -27,54 +30,42 @@
 namespace grove::tools::perf {
 namespace {
 
-/// The ranks of this process meeting to agree on times and wrong counts.
+/// The ranks agreeing on times and wrong counts, through the communicator itself (as
+/// nccl-tests does through MPI), so the same code serves threads and processes. Only used
+/// outside timed loops.
 class Team {
  public:
-  explicit Team(int nranks) : barrier_(nranks), times_(nranks), counts_(nranks) {}
+  void sync(Communicator& comm) { comm.barrier(); }
 
-  void sync() { barrier_.arrive_and_wait(); }
-  /// Leaves the team for good (a failed rank), so that the others do not wait for it.
-  void leave() { barrier_.arrive_and_drop(); }
-
-  double combine(int rank, double value, TimeCombine how) {
-    times_[rank] = value;
-    sync();
-    double result = times_[0];
+  double combine(Communicator& comm, double value, TimeCombine how) {
+    double result = value;
     switch (how) {
       case TimeCombine::kRank0:
+        comm.broadcast(&value, &result, 1, DataType::kFloat64, 0);
         break;
       case TimeCombine::kMean:
-        result =
-            std::accumulate(times_.begin(), times_.end(), 0.0) / static_cast<double>(times_.size());
+        comm.allReduce(&value, &result, 1, DataType::kFloat64, ReduceOp::kAvg);
         break;
       case TimeCombine::kMin:
-        result = *std::min_element(times_.begin(), times_.end());
+        comm.allReduce(&value, &result, 1, DataType::kFloat64, ReduceOp::kMin);
         break;
       case TimeCombine::kMax:
-        result = *std::max_element(times_.begin(), times_.end());
+        comm.allReduce(&value, &result, 1, DataType::kFloat64, ReduceOp::kMax);
         break;
     }
-    sync();
     return result;
   }
 
-  int64_t sum(int rank, int64_t value) {
-    counts_[rank] = value;
-    sync();
-    const int64_t result = std::accumulate(counts_.begin(), counts_.end(), int64_t{0});
-    sync();
+  int64_t sum(Communicator& comm, int64_t value) {
+    int64_t result = 0;
+    comm.allReduce(&value, &result, 1, DataType::kInt64, ReduceOp::kSum);
     return result;
   }
-
- private:
-  std::barrier<> barrier_;
-  std::vector<double> times_;
-  std::vector<int64_t> counts_;
 };
 
 /// State shared by the rank threads.
 struct Shared {
-  explicit Shared(const Options& o, std::FILE* f) : options(o), out(f), team(o.nranks) {}
+  explicit Shared(const Options& o, std::FILE* f) : options(o), out(f) {}
   const Options& options;
   std::FILE* out;
   Team team;
@@ -139,7 +130,7 @@ class RankRunner {
         // Ordinary numbers in both buffers, so timed loops never meet denormals or NaN.
         pattern.fillInput(sendBuffer_.data(), shapes.back(), rank_, 0);
         pattern.fillInput(recvBuffer_.data(), shapes.back(), rank_, 0);
-        shared_.team.sync();
+        shared_.team.sync(comm_);
         for (int i = 0; i < options_.warmupIters; ++i) issue(shapes.back(), false);
         for (int i = 0; i < options_.warmupIters; ++i) issue(shapes.front(), false);
         for (const Shape& shape : shapes) {
@@ -231,7 +222,7 @@ class RankRunner {
   Measurement measure(const Pattern& pattern, const Shape& shape, bool inPlace, uint64_t salt) {
     Team& team = shared_.team;
     issue(shape, inPlace);  // Untimed: every rank is in step before the clock starts.
-    team.sync();
+    team.sync(comm_);
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < options_.iters; ++i) issue(shape, inPlace);
     const auto stop = std::chrono::steady_clock::now();
@@ -239,7 +230,7 @@ class RankRunner {
                       static_cast<double>(options_.iters);
 
     Measurement m;
-    m.timeUs = team.combine(rank_, us, options_.combine);
+    m.timeUs = team.combine(comm_, us, options_.combine);
     m.algBw = m.timeUs > 0 ? static_cast<double>(shape.bytes) / (m.timeUs * 1e3) : 0.0;
     m.busBw = m.algBw * busBandwidthFactor(options_.collective, nranks_);
     if (options_.check > 0) {
@@ -249,7 +240,7 @@ class RankRunner {
         prepareCheck(pattern, shape, inPlace, checkSalt);
         issue(shape, inPlace);
         const auto [send, recv] = buffers(shape, inPlace);
-        wrong = team.sum(rank_, pattern.countWrong(recv, shape, rank_, checkSalt));
+        wrong = team.sum(comm_, pattern.countWrong(recv, shape, rank_, checkSalt));
       }
       m.wrong = wrong;
     }
@@ -309,7 +300,6 @@ void runRank(Shared& shared, Communicator& comm) {
       }
     }
     comm.abort();
-    shared.team.leave();
   }
 }
 
@@ -321,13 +311,65 @@ std::string hostName() {
 
 }  // namespace
 
-int runPerf(const Options& options, std::FILE* out) {
-  std::vector<Communicator> comms = Communicator::createInProcess(options.nranks);
+namespace {
 
+/// What a rank tells rank 0 for the header's "# Rank" lines.
+struct RankRecord {
+  int32_t pid = 0;
+  char host[64] = {};
+  char transport[16] = {};
+};
+
+/// One communicator for this process when a launcher started it (grove run, torchrun,
+/// mpirun, srun), else `threads` in-process ranks.
+std::vector<Communicator> makeCommunicators(const Options& options, bool launched) {
+  if (!launched) return Communicator::createInProcess(options.nranks);
+  if (options.nranks != 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("-t/--nthreads is {}, but this process was started by a launcher "
+                            "(it is one rank of the job); use -t 1",
+                            options.nranks));
+  }
+  std::vector<Communicator> comms;
+  comms.push_back(Communicator::fromEnv());
+  return comms;
+}
+
+std::vector<RankLine> rankLines(std::vector<Communicator>& comms, bool launched) {
   std::vector<RankLine> lines;
   const std::string host = hostName();
-  for (int r = 0; r < options.nranks; ++r) {
-    lines.push_back(RankLine{r, 0, static_cast<int>(getpid()), host, "inproc"});
+  if (!launched) {
+    for (Communicator& comm : comms) {
+      lines.push_back(RankLine{comm.rank(), 0, static_cast<int>(getpid()), host, "inproc"});
+    }
+    return lines;
+  }
+  Communicator& comm = comms.front();
+  RankRecord mine;
+  mine.pid = static_cast<int32_t>(getpid());
+  std::snprintf(mine.host, sizeof(mine.host), "%s", host.c_str());
+  std::snprintf(mine.transport, sizeof(mine.transport), "%s",
+                std::string(comm.state().transport().name()).c_str());
+  std::vector<RankRecord> all(static_cast<size_t>(comm.size()));
+  comm.allGather(&mine, all.data(), sizeof(RankRecord), DataType::kUint8);
+  for (int r = 0; r < comm.size(); ++r) {
+    lines.push_back(RankLine{r, 0, all[r].pid, all[r].host, all[r].transport});
+  }
+  return lines;
+}
+
+}  // namespace
+
+int runPerf(const Options& options, std::FILE* out) {
+  const bool launched =
+      bootstrap::detectLaunch([](const char* name) { return std::getenv(name); }).has_value();
+  std::vector<Communicator> comms = makeCommunicators(options, launched);
+  std::vector<RankLine> lines = rankLines(comms, launched);
+  // In a multi-process job only rank 0 reports, as nccl-tests does.
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> quiet(nullptr, &std::fclose);
+  if (launched && comms.front().rank() != 0) {
+    quiet.reset(std::fopen("/dev/null", "w"));
+    out = quiet.get();
   }
   printHeader(out, options, lines);
 
@@ -354,7 +396,8 @@ int runPerf(const Options& options, std::FILE* out) {
 
   const Summary summary = summarize(shared.rows);
   printFooter(out, summary);
-  if (!options.jsonPath.empty()) writeJson(options.jsonPath, toJson(options, shared.rows, summary));
+  if (!options.jsonPath.empty() && out != quiet.get())
+    writeJson(options.jsonPath, toJson(options, shared.rows, summary));
   return summary.wrong == 0 ? 0 : 1;
 }
 

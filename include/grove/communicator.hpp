@@ -63,8 +63,9 @@ class Request {
 /// Buffers are raw pointers with element counts (`size_t`). In-place forms follow NCCL:
 /// `sendbuf == recvbuf` for allReduce, broadcast, reduce and allToAll; allGather in place
 /// when `sendbuf == recvbuf + rank * count`; reduceScatter in place when
-/// `sendbuf + rank * count == recvbuf`. Any other overlap of the send and receive buffers
-/// is rejected with ErrorCode::kInvalidArgument.
+/// `sendbuf + rank * count == recvbuf`; gather on the root when `sendbuf == recvbuf + root *
+/// count`; scatter on the root when `recvbuf == sendbuf + root * count`. Any other overlap
+/// of the send and receive buffers is rejected with ErrorCode::kInvalidArgument.
 ///
 /// A Communicator may be used by one thread at a time; distinct communicators (also one
 /// split from another) may be used concurrently from different threads.
@@ -73,6 +74,14 @@ class Communicator {
   /// Creates `nranks` communicators whose ranks are threads of this process (the in-process
   /// transport). Element i is rank i; each must then be driven by its own thread.
   static std::vector<Communicator> createInProcess(int nranks);
+
+  /// Creates this process's rank of a multi-process job from the launcher's environment:
+  /// `grove run`, torchrun, Open MPI, MPICH/Hydra or Slurm (see docs/bootstrap.md); blocks
+  /// until every rank has joined (GROVE_TIMEOUT). Ranks on one host talk through shared
+  /// memory, hosts through TCP. Rank 0 serves the rendezvous store unless
+  /// GROVE_STORE=external (then `grove store` must run at GROVE_ROOT). Call it once per job;
+  /// make further communicators with split().
+  static Communicator fromEnv();
 
   Communicator();
   ~Communicator();
@@ -102,8 +111,8 @@ class Communicator {
                  const CallOptions& options = {});
   /// recvbuf[i] = op over all ranks q of sendbuf_q[rank() * count + i]; sendbuf holds
   /// size() * count elements, recvbuf holds count.
-  void reduceScatter(const void* sendbuf, void* recvbuf, size_t count, DataType type,
-                     ReduceOp op, const CallOptions& options = {});
+  void reduceScatter(const void* sendbuf, void* recvbuf, size_t count, DataType type, ReduceOp op,
+                     const CallOptions& options = {});
   /// recvbuf[q * count + i] = sendbuf_q[rank() * count + i]: block q of the send buffer goes
   /// to rank q. Both buffers hold size() * count elements.
   void allToAll(const void* sendbuf, void* recvbuf, size_t count, DataType type,
@@ -133,10 +142,10 @@ class Communicator {
   /// complete in the order they were issued.
   Request allReduceAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type,
                          ReduceOp op, const CallOptions& options = {});
-  Request broadcastAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type,
-                         int root, const CallOptions& options = {});
-  Request reduceAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type,
-                      ReduceOp op, int root, const CallOptions& options = {});
+  Request broadcastAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
+                         const CallOptions& options = {});
+  Request reduceAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type, ReduceOp op,
+                      int root, const CallOptions& options = {});
   Request allGatherAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type,
                          const CallOptions& options = {});
   Request reduceScatterAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type,
@@ -149,8 +158,8 @@ class Communicator {
                          DataType type, const CallOptions& options = {});
   Request gatherAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
                       const CallOptions& options = {});
-  Request scatterAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type,
-                       int root, const CallOptions& options = {});
+  Request scatterAsync(const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
+                       const CallOptions& options = {});
   Request sendAsync(const void* sendbuf, size_t count, DataType type, int peer);
   Request recvAsync(void* recvbuf, size_t count, DataType type, int peer);
   Request barrierAsync();

@@ -238,9 +238,13 @@ Communicator Communicator::split(int color, int key) {
   uint64_t sequence = s.nextSplitSequence();
   if (color == -1) return Communicator();
   std::sort(members.begin(), members.end());
+  std::vector<int> oldRanks;
   int newRank = 0;
-  while (members[newRank].second != s.rank()) ++newRank;
-  auto transport = s.transport().split(sequence, color, static_cast<int>(members.size()), newRank);
+  for (const auto& [memberKey, oldRank] : members) {
+    if (oldRank == s.rank()) newRank = static_cast<int>(oldRanks.size());
+    oldRanks.push_back(oldRank);
+  }
+  auto transport = s.transport().split(sequence, color, oldRanks, newRank);
   return Communicator(std::make_shared<CommState>(std::move(transport), s.config()));
 }
 

@@ -22,7 +22,12 @@ void ring(Doorbell& bell) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (bell.sleeping.load(std::memory_order_relaxed) != 0) {
     bell.sequence.fetch_add(1, std::memory_order_release);
-    futex(&bell.sequence, FUTEX_WAKE, INT_MAX, nullptr);
+    if (bell.eventFdPlusOne != 0) {
+      const uint64_t one = 1;
+      [[maybe_unused]] ssize_t written = ::write(bell.eventFdPlusOne - 1, &one, sizeof one);
+    } else {
+      futex(&bell.sequence, FUTEX_WAKE, INT_MAX, nullptr);
+    }
   }
 }
 

@@ -7,6 +7,10 @@
 // going to sleep. The sleep/ring pair is Dekker-style: the sleeper stores `sleeping` and then
 // re-polls; the ringer publishes and then loads `sleeping`; sequentially consistent fences on
 // both sides guarantee that at least one of them sees the other, so no wake-up is lost.
+//
+// An owner that sleeps in epoll rather than on the futex (the TCP transport's network thread,
+// which also waits for sockets) attaches an eventfd: ring() then writes the eventfd instead
+// of waking the futex.
 #pragma once
 
 #include <atomic>
@@ -18,7 +22,13 @@ namespace grove::transport {
 struct alignas(64) Doorbell {
   std::atomic<uint32_t> sequence{0};
   std::atomic<uint32_t> sleeping{0};
+  /// Optional eventfd written by ring() while the owner sleeps, stored plus one so that
+  /// zeroed (shared) memory means "none". Set it with attachEventFd() before any ring.
+  int32_t eventFdPlusOne = 0;
 };
+
+/// Makes ring() wake the owner through `eventFd` (for owners sleeping in epoll).
+inline void attachEventFd(Doorbell& bell, int eventFd) { bell.eventFdPlusOne = eventFd + 1; }
 
 /// Called by a peer after it published data or space the owner may be waiting for.
 void ring(Doorbell& bell);

@@ -1,6 +1,5 @@
 #include "transport/fifo.hpp"
 
-#include <new>
 
 namespace grove::transport {
 namespace {
@@ -14,7 +13,7 @@ size_t Fifo::memoryBytes(size_t slotBytes, uint32_t depth) {
 
 Fifo::Fifo(void* memory, size_t slotBytes, uint32_t depth, Doorbell* senderBell,
            Doorbell* receiverBell)
-    : control_(new (memory) FifoControl),
+    : control_(static_cast<FifoControl*>(memory)),
       lengths_(reinterpret_cast<size_t*>(static_cast<char*>(memory) + kLengthsOffset)),
       slots_(static_cast<char*>(memory) + roundUp(kLengthsOffset + depth * sizeof(size_t), 4096)),
       slotBytes_(slotBytes),

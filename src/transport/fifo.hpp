@@ -29,7 +29,9 @@ class Fifo {
   /// Bytes of memory a FIFO of `depth` slots of `slotBytes` needs.
   static size_t memoryBytes(size_t slotBytes, uint32_t depth);
 
-  /// `memory` must hold memoryBytes(slotBytes, depth) bytes, zeroed, 64-byte aligned.
+  /// `memory` must hold memoryBytes(slotBytes, depth) bytes, zeroed when the FIFO was made
+  /// (fresh mmap or shm memory), 64-byte aligned. The constructor does not write it, so a
+  /// second view of a FIFO already in use (the other process of a shm pair) loses nothing.
   /// `senderBell` / `receiverBell` are rung when space / data becomes available.
   Fifo(void* memory, size_t slotBytes, uint32_t depth, Doorbell* senderBell,
        Doorbell* receiverBell);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "transport/doorbell.hpp"
@@ -38,11 +39,11 @@ class Transport {
   /// The lowest rank (other than this one) that aborted, or -1.
   virtual int failedPeer() const = 0;
 
-  /// Collective among the `members` ranks that called split with the same `color` during
-  /// split number `sequence` of this communicator: the transport of the new communicator in
-  /// which this rank is `newRank`.
-  virtual std::unique_ptr<Transport> split(uint64_t sequence, int color, int members,
-                                           int newRank) = 0;
+  /// Collective among the ranks that called split with the same `color` during split number
+  /// `sequence` of this communicator: the transport of the new communicator whose rank i is
+  /// this communicator's rank members[i]; this rank becomes `newRank`.
+  virtual std::unique_ptr<Transport> split(uint64_t sequence, int color,
+                                           std::span<const int> members, int newRank) = 0;
 };
 
 }  // namespace grove::transport

@@ -158,6 +158,25 @@ TEST_P(MultirankP2p, SeveralSendsToOnePeerInOrder) {
   });
 }
 
+// Inside a group a rank may send to itself when the matching receive is in the same group
+// (outside a group that is an error: see bad_input_test).
+TEST_P(MultirankP2p, SelfSendRecvInGroup) {
+  const int n = GetParam();
+  const size_t count = 1029;
+  runRanks(n, [&](Communicator& comm) {
+    const int me = comm.rank();
+    GuardedBuffer send(count * 2);
+    fillPattern(send.data(), send.size(), me, 0, 77);
+    GuardedBuffer recv(count * 2);
+    comm.groupStart();
+    comm.recv(recv.data(), count, DataType::kFloat16, me);
+    comm.send(send.data(), count, DataType::kFloat16, me);
+    comm.groupEnd();
+    EXPECT_TRUE(recv.guardsIntact());
+    EXPECT_TRUE(recv.bytes() == expectedPattern(count * 2, me, 77));
+  });
+}
+
 // Collectives queued in a group run in issue order when the group ends.
 TEST_P(MultirankP2p, CollectivesInGroup) {
   const int n = GetParam();

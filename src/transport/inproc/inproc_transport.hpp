@@ -74,9 +74,10 @@ class InprocTransport final : public Transport {
   Doorbell& doorbell() override { return world_->doorbell(rank_); }
   void abort() override { world_->markFailed(rank_); }
   int failedPeer() const override { return world_->failedRank(rank_); }
-  std::unique_ptr<Transport> split(uint64_t sequence, int color, int members,
+  std::unique_ptr<Transport> split(uint64_t sequence, int color, std::span<const int> members,
                                    int newRank) override {
-    return std::make_unique<InprocTransport>(world_->splitWorld(sequence, color, members), newRank);
+    return std::make_unique<InprocTransport>(
+        world_->splitWorld(sequence, color, static_cast<int>(members.size())), newRank);
   }
 
   const std::shared_ptr<InprocWorld>& world() const { return world_; }

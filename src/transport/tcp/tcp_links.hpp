@@ -16,14 +16,14 @@
 namespace grove::transport {
 
 struct TcpOptions {
-  std::string keyPrefix;          ///< Store key namespace of this communicator.
+  std::string keyPrefix;  ///< Store key namespace of this communicator.
   int rank = 0;
   int size = 1;
-  std::vector<int> remoteRanks;   ///< Ranks reached over TCP (ascending).
+  std::vector<int> remoteRanks;  ///< Ranks reached over TCP (ascending).
   FifoGeometry geometry;
-  int socketsPerPeer = 1;         ///< GROVE_NSOCKS.
-  std::string interfaces;         ///< GROVE_SOCKET_IFNAME (NCCL syntax), empty = automatic.
-  std::string secret;             ///< Job secret for the connection handshake.
+  int socketsPerPeer = 1;  ///< GROVE_NSOCKS.
+  std::string interfaces;  ///< GROVE_SOCKET_IFNAME (NCCL syntax), empty = automatic.
+  std::string secret;      ///< Job secret for the connection handshake.
   std::chrono::milliseconds timeout{300'000};
 };
 

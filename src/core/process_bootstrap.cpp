@@ -1,0 +1,138 @@
+#include "core/process_bootstrap.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "bootstrap/random.hpp"
+#include "bootstrap/tcp_store.hpp"
+#include "core/comm_state.hpp"
+#include "core/log.hpp"
+#include "grove/error.hpp"
+#include "transport/process/process_transport.hpp"
+
+namespace grove::detail {
+namespace {
+
+std::string randomHex(size_t bytes) { return bootstrap::toHex(bootstrap::randomBytes(bytes)); }
+
+// The value each rank publishes about itself: "<world size>|<claim token>|<host identity>".
+struct Announcement {
+  int worldSize = 0;
+  std::string token;
+  std::string host;
+};
+
+Announcement parseAnnouncement(const std::string& text, int rank) {
+  size_t first = text.find('|');
+  size_t second = first == std::string::npos ? first : text.find('|', first + 1);
+  if (second == std::string::npos) {
+    throw Error(ErrorCode::kInvalidUsage,
+                fmt::format("grove init: rank {} published a malformed announcement", rank));
+  }
+  Announcement a;
+  a.worldSize = std::atoi(text.substr(0, first).c_str());
+  a.token = text.substr(first + 1, second - first - 1);
+  a.host = text.substr(second + 1);
+  return a;
+}
+
+}  // namespace
+
+std::string hostIdentity() {
+  if (const char* forced = std::getenv("GROVE_HOST_ID"); forced != nullptr && *forced != '\0') {
+    return forced;
+  }
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  struct stat netns {};
+  stat("/proc/self/ns/net", &netns);
+  return fmt::format("{}/{}/net:{}", host, boot, static_cast<unsigned long long>(netns.st_ino));
+}
+
+std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, bool serveStore) {
+  Config config = Config::fromEnvironment();
+  const int rank = info.rank;
+  const int size = info.worldSize;
+  std::shared_ptr<void> server;
+  if (serveStore) {
+    server = std::make_shared<bootstrap::TcpStoreServer>("", info.rootPort, info.secret);
+  }
+  auto store = std::make_shared<bootstrap::TcpStoreClient>(info.rootHost, info.rootPort,
+                                                           info.secret, config.timeout);
+  const std::string prefix = "grove/";
+
+  // Claim the rank: a second process with the same rank number is an error on both.
+  std::string token = randomHex(8);
+  if (store->add(fmt::format("{}claim/{}", prefix, rank), 1) != 1) {
+    throw Error(ErrorCode::kInvalidUsage,
+                fmt::format("grove init: rank {} of {} was claimed by two processes (check the "
+                            "launcher's rank variables, source: {})",
+                            rank, size, info.source));
+  }
+  store->set(fmt::format("{}rank/{}", prefix, rank),
+             fmt::format("{}|{}|{}", size, token, hostIdentity()));
+  if (rank == 0) {
+    // The launcher's job id (grove run removes /dev/shm/grove-<id>-* after the job).
+    const char* launcherJob = std::getenv("GROVE_JOB_ID");
+    store->set(prefix + "job",
+               launcherJob != nullptr && *launcherJob != '\0' ? launcherJob : randomHex(8));
+  }
+
+  transport::ProcessTransportSetup setup;
+  setup.rank = rank;
+  setup.size = size;
+  setup.keyPrefix = prefix;
+  setup.timeout = config.timeout;
+  setup.geometry = {config.slotBytes, config.fifoDepth};
+  setup.store = store;
+  setup.keepAlive = server;
+  const char* forced = std::getenv("GROVE_TRANSPORT");
+  setup.forceTcp = forced != nullptr && std::string_view(forced) == "tcp";
+  if (const char* nsocks = std::getenv("GROVE_NSOCKS"))
+    setup.tcp.socketsPerPeer = std::atoi(nsocks);
+  if (setup.tcp.socketsPerPeer < 1 || setup.tcp.socketsPerPeer > 64) {
+    throw Error(ErrorCode::kInvalidArgument, "grove: GROVE_NSOCKS must be in 1..64");
+  }
+  if (const char* ifname = std::getenv("GROVE_SOCKET_IFNAME")) setup.tcp.interfaces = ifname;
+  setup.tcp.secret = info.secret;
+  setup.jobId = store->get(prefix + "job", config.timeout);
+
+  for (int q = 0; q < size; ++q) {
+    std::string text;
+    try {
+      text = store->get(fmt::format("{}rank/{}", prefix, q), config.timeout);
+    } catch (const Error& error) {
+      if (error.code() != ErrorCode::kTimeout) throw;
+      std::string missing;
+      for (int m = q; m < size; ++m) {
+        if (!store->check(fmt::format("{}rank/{}", prefix, m))) {
+          missing += (missing.empty() ? "" : ", ") + std::to_string(m);
+        }
+      }
+      throw Error(
+          ErrorCode::kTimeout,
+          fmt::format("grove init (rank {} of {}): ranks {} did not arrive within {} s", rank, size,
+                      missing,
+                      std::chrono::duration_cast<std::chrono::seconds>(config.timeout).count()));
+    }
+    Announcement a = parseAnnouncement(text, q);
+    if (a.worldSize != size) {
+      throw Error(ErrorCode::kInvalidUsage,
+                  fmt::format("grove init (rank {}): world size {} disagrees with rank {}'s {}",
+                              rank, size, q, a.worldSize));
+    }
+    setup.hostIds.push_back(a.host);
+  }
+  log::info(rank, "init: rank {} of {} from {} (store {}:{}), job {}", rank, size, info.source,
+            info.rootHost, info.rootPort, setup.jobId);
+  auto transport = std::make_unique<transport::ProcessTransport>(std::move(setup));
+  return std::make_shared<CommState>(std::move(transport), config);
+}
+
+}  // namespace grove::detail

@@ -1,0 +1,102 @@
+// Private to the shm transport: the layout of its segments' first pages and ShmDomain's
+// state, shared by shm_domain.cpp (lifetime, failures) and shm_connect.cpp (connecting).
+// The protocol is described at the top of shm_domain.cpp and in docs/transports.md.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "transport/shm/shm_domain.hpp"
+#include "transport/shm/shm_segment.hpp"
+
+namespace grove::transport {
+namespace shm {
+
+constexpr size_t kPageBytes = 4096;
+constexpr uint64_t kNodeMagic = 0x47524f56454e4f44;  // ASCII "GROVENOD"
+constexpr uint64_t kFifoMagic = 0x47524f5645464946;  // ASCII "GROVEFIF"
+
+// The first page of a node segment. Zero-filled by ftruncate; written by its owner only
+// (except `attached`, bumped by peers, and the doorbell, rung by peers).
+struct NodeHeader {
+  Doorbell bell;
+  alignas(64) std::atomic<uint32_t> ready;
+  std::atomic<uint32_t> failed;
+  std::atomic<uint32_t> closed;  // destroyed cleanly: its process may exit, not a failure
+  std::atomic<uint32_t> attached;
+  std::atomic<int32_t> pid;
+  uint64_t pidNamespace;  // pidNamespaceId() of the owner: peers elsewhere cannot use `pid`
+  uint64_t magic;
+};
+static_assert(sizeof(NodeHeader) <= kPageBytes);
+
+// The first page of a FIFO segment; the FIFO's memory follows at kPageBytes.
+struct FifoHeader {
+  std::atomic<uint32_t> ready;
+  std::atomic<uint32_t> attached;
+  uint64_t magic;
+  uint64_t slotBytes;
+  uint64_t depth;
+};
+static_assert(sizeof(FifoHeader) <= kPageBytes);
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// One FIFO this rank holds a view of.
+struct Connection {
+  ~Connection() {
+    // The peer never attached (or we failed half way): nobody else will unlink the name.
+    if (created && (header == nullptr || header->attached.load() < 2)) {
+      unlinkSegment(name);
+    }
+  }
+  std::string name;  // empty for a FIFO to this rank itself (private memory)
+  bool created = false;
+  Mapping mapping;
+  FifoHeader* header = nullptr;
+  std::unique_ptr<Fifo> fifo;
+};
+
+}  // namespace shm
+
+struct ShmDomain::Impl {
+  explicit Impl(ShmOptions opts);
+  ~Impl();
+
+  void lingerForUnreadMessages();
+  void checkPeer(int peer, int lane, const char* call) const;
+  Fifo& fifo(int src, int dst, int lane);
+  shm::NodeHeader& peerNode(int peer);
+  std::unique_ptr<shm::Connection> connectSelf();
+  std::unique_ptr<shm::Connection> connectPeer(int src, int dst, int lane);
+  [[noreturn]] void throwTimeout(int peer, const std::string& name, const char* what) const;
+
+  ShmOptions options;
+  int localCount = 0;
+  std::vector<bool> isLocal;
+  std::string nodeName;
+  shm::Mapping nodeMapping;
+  shm::NodeHeader* node = nullptr;
+  std::vector<shm::Mapping> peerMappings;                  // by rank
+  std::unique_ptr<std::atomic<shm::NodeHeader*>[]> peers;  // by rank; null until mapped
+  std::unique_ptr<std::atomic<bool>[]> gone;               // by rank: process found dead
+  std::vector<char> watchPid;  // by rank: the peer's pid means something in this namespace
+  uint64_t pidNamespace = 0;
+  mutable std::atomic<int64_t> nextPidCheckNs{0};
+  std::map<std::tuple<int, int, int>, std::unique_ptr<shm::Connection>> fifos;
+};
+
+}  // namespace grove::transport

@@ -1,0 +1,249 @@
+// The per-connection state machine of the TCP transport (see connection.hpp).
+#include "transport/tcp/connection.hpp"
+
+#include <fmt/format.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace grove::transport::tcp {
+namespace {
+
+/// Bytes one pump moves before it lets the other connections have a turn.
+constexpr size_t kPumpBudget = 4 << 20;
+constexpr size_t kDiscardChunk = 64 << 10;
+
+}  // namespace
+
+Connection::Connection(Socket socket, int peer, int stream, int streams, Direction direction,
+                       size_t slotBytes, LaneLookup lookup)
+    : socket_(std::move(socket)),
+      peer_(peer),
+      stream_(stream),
+      streams_(streams),
+      direction_(direction),
+      slotBytes_(slotBytes),
+      lookup_(std::move(lookup)) {}
+
+void Connection::addSendLane(Fifo* fifo, uint16_t lane) { lanes_.push_back(SendLane{fifo, lane}); }
+
+void Connection::sendControl(FrameKind kind) {
+  if (sealed_ || controlQueued_) return;
+  controlQueued_ = true;
+  control_ = kind;
+}
+
+bool Connection::hasUnsentData() {
+  if (txActive_ && txFifo_ != nullptr) return true;
+  size_t bytes = 0;
+  return std::any_of(lanes_.begin(), lanes_.end(),
+                     [&](const SendLane& lane) { return lane.fifo->tryPeek(&bytes) != nullptr; });
+}
+
+void Connection::fail(State state, std::string error) {
+  if (state_ != State::kOpen) return;
+  state_ = state;
+  error_ = std::move(error);
+}
+
+bool Connection::startNextFrame() {
+  FrameHeader header;
+  if (controlQueued_) {
+    controlQueued_ = false;
+    header.kind = static_cast<uint16_t>(control_);
+    txFifo_ = nullptr;
+    txPayload_ = nullptr;
+    txBytes_ = 0;
+  } else {
+    size_t count = lanes_.size();
+    size_t bytes = 0;
+    const void* slot = nullptr;
+    size_t index = 0;
+    for (size_t i = 0; i < count && slot == nullptr; ++i) {
+      index = (nextLane_ + i) % count;
+      slot = lanes_[index].fifo->tryPeek(&bytes);
+    }
+    if (slot == nullptr) return false;
+    nextLane_ = (index + 1) % count;
+    header.kind = static_cast<uint16_t>(FrameKind::kData);
+    header.lane = lanes_[index].lane;
+    header.bytes = bytes;
+    txFifo_ = lanes_[index].fifo;
+    txPayload_ = static_cast<const char*>(slot);
+    txBytes_ = bytes;
+  }
+  header.encode(txHeader_);
+  txDone_ = 0;
+  txActive_ = true;
+  return true;
+}
+
+void Connection::finishFrame() {
+  txActive_ = false;
+  if (txFifo_ != nullptr) {
+    txFifo_->release();
+    txFifo_ = nullptr;
+  } else {
+    sealed_ = true;
+  }
+}
+
+bool Connection::pumpWrite() {
+  bool progress = false;
+  size_t budget = kPumpBudget;
+  while (state_ == State::kOpen && writable_ && !sealed_ && budget > 0) {
+    // Data frames stop as soon as a control frame is queued (after the one in flight).
+    if (!txActive_ && !startNextFrame()) break;
+    iovec parts[2];
+    int count = 0;
+    if (txDone_ < FrameHeader::kBytes) {
+      parts[count++] = {txHeader_ + txDone_, FrameHeader::kBytes - txDone_};
+      if (txBytes_ > 0) parts[count++] = {const_cast<char*>(txPayload_), txBytes_};
+    } else {
+      size_t payloadDone = txDone_ - FrameHeader::kBytes;
+      parts[count++] = {const_cast<char*>(txPayload_) + payloadDone, txBytes_ - payloadDone};
+    }
+    msghdr message{};
+    message.msg_iov = parts;
+    message.msg_iovlen = static_cast<size_t>(count);
+    ssize_t sent = ::sendmsg(socket_.fd(), &message, MSG_NOSIGNAL);
+    if (sent < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        writable_ = false;
+      } else if (errno != EINTR) {
+        fail(State::kBroken,
+             fmt::format("sending to rank {} failed: {}", peer_, std::strerror(errno)));
+      }
+      continue;
+    }
+    progress = true;
+    txDone_ += static_cast<size_t>(sent);
+    budget -= std::min(budget, static_cast<size_t>(sent));
+    if (txDone_ == FrameHeader::kBytes + txBytes_) finishFrame();
+  }
+  return progress;
+}
+
+bool Connection::onHeader() {
+  rx_ = FrameHeader::decode(rxHeader_);
+  rxHeaderDone_ = 0;
+  if (rx_.magic != kFrameMagic) {
+    fail(State::kBroken,
+         fmt::format("rank {} sent a frame with bad magic {:#010x}", peer_, rx_.magic));
+    return false;
+  }
+  switch (static_cast<FrameKind>(rx_.kind)) {
+    case FrameKind::kData:
+      if (direction_ != Direction::kIncoming || byeReceived_) {
+        fail(State::kBroken, fmt::format("rank {} sent a data frame on a connection that "
+                                         "carries none",
+                                         peer_));
+        return false;
+      }
+      if (rx_.bytes > slotBytes_) {
+        fail(State::kBroken, fmt::format("rank {} sent a frame of {} bytes on lane {}, more than "
+                                         "the slot size {}",
+                                         peer_, rx_.bytes, rx_.lane, slotBytes_));
+        return false;
+      }
+      if (rx_.lane % streams_ != stream_) {
+        fail(State::kBroken, fmt::format("rank {} sent lane {} on stream {} (expected stream {})",
+                                         peer_, rx_.lane, stream_, rx_.lane % streams_));
+        return false;
+      }
+      if (rx_.lane >= rxLanes_.size()) rxLanes_.resize(rx_.lane + 1u, nullptr);
+      if (rxLanes_[rx_.lane] == nullptr) rxLanes_[rx_.lane] = lookup_(rx_.lane);
+      rxFifo_ = rxLanes_[rx_.lane];
+      rxState_ = ReadState::kSlot;
+      return true;
+    case FrameKind::kAbort:
+      fail(State::kAborted, fmt::format("rank {} aborted", peer_));
+      return false;
+    case FrameKind::kBye:
+      byeReceived_ = true;
+      return true;
+  }
+  fail(State::kBroken, fmt::format("rank {} sent a frame of unknown kind {}", peer_, rx_.kind));
+  return false;
+}
+
+bool Connection::pumpRead() {
+  bool progress = false;
+  size_t budget = kPumpBudget;
+  while (state_ == State::kOpen && budget > 0) {
+    if (rxState_ == ReadState::kSlot) {
+      rxSlot_ = nullptr;
+      if (!discard_) {
+        rxSlot_ = static_cast<char*>(rxFifo_->tryAcquire());
+        if (rxSlot_ == nullptr) return progress;  // resumed when the rank releases a slot
+      }
+      rxDone_ = 0;
+      rxState_ = ReadState::kPayload;
+    }
+    if (rxState_ == ReadState::kPayload && rxDone_ == rx_.bytes) {
+      if (rxSlot_ != nullptr) rxFifo_->commit(rx_.bytes);
+      rxState_ = ReadState::kHeader;
+      progress = true;
+      continue;
+    }
+    if (rxState_ == ReadState::kHeader && rxHeaderDone_ == FrameHeader::kBytes) {
+      if (!onHeader()) return progress;
+      continue;
+    }
+    if (!readable_) return progress;
+
+    // Read the rest of the header, or the payload plus (read-ahead) the next header.
+    iovec parts[2];
+    int count = 0;
+    size_t payloadWanted = 0;
+    if (rxState_ == ReadState::kHeader) {
+      parts[count++] = {rxHeader_ + rxHeaderDone_, FrameHeader::kBytes - rxHeaderDone_};
+    } else {
+      size_t rest = rx_.bytes - rxDone_;
+      if (rxSlot_ != nullptr) {
+        payloadWanted = rest;
+        parts[count++] = {rxSlot_ + rxDone_, rest};
+      } else {
+        if (discardBuffer_.empty()) discardBuffer_.resize(kDiscardChunk);
+        payloadWanted = std::min(rest, kDiscardChunk);
+        parts[count++] = {discardBuffer_.data(), payloadWanted};
+      }
+      if (payloadWanted == rest) parts[count++] = {rxHeader_, FrameHeader::kBytes};
+    }
+    ssize_t got = ::readv(socket_.fd(), parts, count);
+    if (got < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        readable_ = false;
+      } else if (errno != EINTR) {
+        fail(State::kBroken,
+             fmt::format("receiving from rank {} failed: {}", peer_, std::strerror(errno)));
+      }
+      continue;
+    }
+    if (got == 0) {
+      bool between = rxState_ == ReadState::kHeader && rxHeaderDone_ == 0;
+      if (byeReceived_ && between) {
+        fail(State::kClosed, fmt::format("rank {} closed the connection", peer_));
+      } else {
+        fail(State::kBroken, fmt::format("connection to rank {} closed unexpectedly", peer_));
+      }
+      continue;
+    }
+    progress = true;
+    size_t bytes = static_cast<size_t>(got);
+    budget -= std::min(budget, bytes);
+    if (rxState_ == ReadState::kHeader) {
+      rxHeaderDone_ += bytes;
+    } else {
+      size_t payload = std::min(bytes, payloadWanted);
+      rxDone_ += payload;
+      rxHeaderDone_ = bytes - payload;
+    }
+  }
+  return progress;
+}
+
+}  // namespace grove::transport::tcp

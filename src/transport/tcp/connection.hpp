@@ -1,0 +1,120 @@
+// One TCP connection of the transport, as a non-blocking state machine driven by the network
+// thread: an outgoing connection writes the committed slots of its lanes' send FIFOs as
+// frames (header and payload in one sendmsg, straight from the slot) and releases them; an
+// incoming one reads frame headers, acquires a slot of the lane's receive FIFO, reads the
+// payload straight into it and commits it. Partial reads and writes resume where they
+// stopped, so no byte is copied twice.
+//
+// Readiness is edge-triggered: epoll events set readable/writable, and the pumps clear them
+// when the kernel says EAGAIN. A reader that waits for a free slot keeps `readable` and is
+// resumed by the next pump after the rank releases a slot.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "transport/fifo.hpp"
+#include "transport/tcp/socket.hpp"
+#include "transport/tcp/wire.hpp"
+
+namespace grove::transport::tcp {
+
+class Connection {
+ public:
+  enum class Direction { kOutgoing, kIncoming };
+  enum class State {
+    kOpen,
+    kClosed,   ///< The peer said bye and closed: not a failure.
+    kAborted,  ///< The peer sent an abort frame.
+    kBroken,   ///< Reset, unexpected EOF or a protocol violation (see error()).
+  };
+  /// The receive FIFO of `lane` (created on first use), for incoming connections.
+  using LaneLookup = std::function<Fifo*(uint16_t lane)>;
+
+  Connection(Socket socket, int peer, int stream, int streams, Direction direction,
+             size_t slotBytes, LaneLookup lookup);
+
+  int fd() const { return socket_.fd(); }
+  int peer() const { return peer_; }
+  int stream() const { return stream_; }
+  Direction direction() const { return direction_; }
+  State state() const { return state_; }
+  /// Why the connection is not open, for logs.
+  const std::string& error() const { return error_; }
+
+  /// Outgoing connections: adds a send FIFO whose frames go on this connection.
+  void addSendLane(Fifo* fifo, uint16_t lane);
+
+  void markReadable() { readable_ = true; }
+  void markWritable() { writable_ = true; }
+
+  /// Moves what it can without blocking; true when any byte or slot moved.
+  bool pumpWrite();
+  bool pumpRead();
+
+  /// Queues a control frame (abort or bye), sent after the frame in flight; no data frame
+  /// follows it.
+  void sendControl(FrameKind kind);
+  /// True once the queued control frame is fully written (or the connection is dead).
+  bool controlFlushed() const { return sealed_ || state_ != State::kOpen; }
+  /// Incoming data is read and dropped instead of waiting for receive slots (on shutdown,
+  /// so that a peer flushing to this rank is not stuck).
+  void discardIncomingData() { discard_ = true; }
+  /// Whether a data frame is in flight or a lane FIFO holds a committed message.
+  bool hasUnsentData();
+
+ private:
+  struct SendLane {
+    Fifo* fifo;
+    uint16_t lane;
+  };
+  enum class ReadState { kHeader, kSlot, kPayload };
+
+  bool startNextFrame();
+  void finishFrame();
+  bool onHeader();
+  void fail(State state, std::string error);
+
+  Socket socket_;
+  int peer_;
+  int stream_;
+  int streams_;
+  Direction direction_;
+  size_t slotBytes_;
+  LaneLookup lookup_;
+  State state_ = State::kOpen;
+  std::string error_;
+  bool readable_ = false;
+  bool writable_ = false;
+
+  // Writer: the frame in flight (header + payload of one slot, or a control frame).
+  std::vector<SendLane> lanes_;
+  size_t nextLane_ = 0;
+  Fifo* txFifo_ = nullptr;  ///< Fifo whose slot is in flight (nullptr: control frame).
+  unsigned char txHeader_[FrameHeader::kBytes] = {};
+  const char* txPayload_ = nullptr;
+  size_t txBytes_ = 0;  ///< Payload bytes of the frame in flight.
+  size_t txDone_ = 0;   ///< Bytes of header + payload written.
+  bool txActive_ = false;
+  bool controlQueued_ = false;
+  FrameKind control_ = FrameKind::kBye;
+  bool sealed_ = false;  ///< The control frame is out; nothing more is written.
+
+  // Reader: a header (possibly partly read ahead with the previous payload), then a slot.
+  ReadState rxState_ = ReadState::kHeader;
+  unsigned char rxHeader_[FrameHeader::kBytes] = {};
+  size_t rxHeaderDone_ = 0;
+  FrameHeader rx_;
+  Fifo* rxFifo_ = nullptr;
+  char* rxSlot_ = nullptr;  ///< nullptr while discarding.
+  size_t rxDone_ = 0;
+  bool byeReceived_ = false;
+  bool discard_ = false;
+  std::vector<Fifo*> rxLanes_;  ///< Cache of lookup_ by lane.
+  std::vector<char> discardBuffer_;
+};
+
+}  // namespace grove::transport::tcp

@@ -1,0 +1,137 @@
+// The insides of TcpLinks, shared by the rank-facing half (tcp_links.cpp: FIFOs, dialing,
+// accepting, failure marking) and the network thread (network_loop.cpp).
+//
+// Threads: the rank thread creates FIFOs and starts dials; short-lived helper threads run
+// connection handshakes and hand finished sockets over; the network thread owns every
+// established connection and moves bytes. They meet in the fields under `mutex`, and the
+// network thread learns of changes through `changed` plus a ring of its doorbell (whose
+// eventfd wakes it from epoll_wait).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "bootstrap/store.hpp"
+#include "transport/fifo.hpp"
+#include "transport/tcp/connection.hpp"
+#include "transport/tcp/handshake.hpp"
+#include "transport/tcp/socket.hpp"
+#include "transport/tcp/tcp_links.hpp"
+
+namespace grove::transport::tcp {
+
+/// FIFO memory: private anonymous pages, pre-faulted (MAP_POPULATE), and the Fifo over it.
+class FifoBox {
+ public:
+  FifoBox(const FifoGeometry& geometry, Doorbell* senderBell, Doorbell* receiverBell);
+  ~FifoBox();
+  FifoBox(const FifoBox&) = delete;
+  FifoBox& operator=(const FifoBox&) = delete;
+  Fifo& fifo() { return *fifo_; }
+
+ private:
+  void* memory_;
+  size_t bytes_;
+  std::unique_ptr<Fifo> fifo_;
+};
+
+/// A handshake thread; `fd` is its socket while a shutdown may need to interrupt it.
+struct Helper {
+  std::thread thread;
+  int fd = -1;
+  std::atomic<bool> done{false};
+};
+
+/// A connection whose handshake finished, waiting for the network thread.
+struct Handoff {
+  Socket socket;
+  int peer;
+  int stream;
+  Connection::Direction direction;
+};
+
+/// A send FIFO the network thread has not attached to its connection yet.
+struct NewLane {
+  int peer;
+  uint16_t lane;
+  Fifo* fifo;
+};
+
+struct LinksState {
+  LinksState(bootstrap::Store& store, TcpOptions options, Doorbell& rankBell);
+
+  // --- fixed after construction
+  bootstrap::Store& store;
+  const TcpOptions options;
+  Doorbell& rankBell;
+  Doorbell netBell;
+  Socket eventFd;
+  Socket epoll;
+  Socket listener;
+  std::string address;
+  HelloPolicy policy;
+  std::vector<bool> isRemote;  ///< By rank.
+
+  // --- any thread
+  std::unique_ptr<std::atomic<bool>[]> failed;  ///< By rank.
+  std::atomic<int> lowestFailed{-1};
+  std::atomic<bool> changed{false};
+  std::atomic<bool> aborting{false};
+  std::atomic<bool> stopping{false};       ///< The destructor runs: drain, say bye, stop.
+  std::atomic<bool> cancelHelpers{false};  ///< Handshakes give up.
+
+  // --- under mutex
+  std::mutex mutex;
+  std::map<std::pair<int, int>, std::unique_ptr<FifoBox>> sendFifos;  ///< (peer, lane).
+  std::map<std::pair<int, int>, std::unique_ptr<FifoBox>> recvFifos;
+  std::vector<NewLane> newLanes;
+  std::vector<Handoff> handoffs;
+  std::list<Helper> helpers;
+
+  // --- rank thread
+  std::map<int, std::string> peerAddresses;
+  std::set<std::pair<int, int>> dialed;  ///< (peer, stream).
+
+  std::thread network;
+
+  /// The receive FIFO (peer -> this rank, lane), created on first use (any thread).
+  Fifo& recvFifo(int peer, int lane);
+  /// Records that `peer` failed (first reason logged) and wakes the rank.
+  void markFailed(int peer, const std::string& reason);
+  /// Wakes the network thread after publishing a change.
+  void notifyNetwork();
+  /// Starts a helper thread running `body(helper)`.
+  template <class Body>
+  void startHelper(Body body) {
+    std::lock_guard lock(mutex);
+    Helper& helper = helpers.emplace_back();
+    helper.thread = std::thread([this, &helper, body = std::move(body)]() mutable {
+      body(helper);
+      setHelperFd(helper, -1);
+      helper.done = true;
+      notifyNetwork();
+    });
+  }
+  void setHelperFd(Helper& helper, int fd);
+  /// Dials (peer, stream) on a helper thread.
+  void startDial(int peer, int stream, std::string peerAddress);
+  /// Runs the acceptor's handshake for `socket` on a helper thread.
+  void startAccept(Socket socket);
+  void handOff(Socket socket, int peer, int stream, Connection::Direction direction);
+  /// Joins helpers that finished (network thread, from time to time).
+  void reapHelpers();
+};
+
+/// The network thread's body.
+void runNetwork(LinksState& state);
+
+}  // namespace grove::transport::tcp

@@ -1,0 +1,250 @@
+// The network thread of the TCP transport: owns every established connection, pumps bytes
+// between sockets and FIFOs, accepts new connections, and sleeps in epoll when nothing
+// moves.
+//
+// Sleeping follows the doorbell protocol: prepareSleep, re-check every FIFO and the change
+// flag, then epoll_wait; a rank that commits or releases meanwhile rings the doorbell, which
+// writes the eventfd epoll watches, so no wake-up is lost. Before sleeping the thread polls
+// for a few microseconds, which keeps small-message latency free of wake-ups.
+//
+// Shutdown (the TcpLinks destructor): committed messages are still sent (up to the
+// timeout), incoming data is read and dropped, then every connection gets a bye frame (or
+// an abort frame after abort()) and is closed.
+#include <fmt/format.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "core/log.hpp"
+#include "transport/tcp/links_state.hpp"
+
+namespace grove::transport::tcp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+const auto kSpin = std::chrono::microseconds(getenv("TCPSPIN") ? atoi(getenv("TCPSPIN")) : 20);
+constexpr auto kFlushGrace = std::chrono::seconds(1);
+char kEventTag;
+char kListenTag;
+
+class NetworkLoop {
+ public:
+  explicit NetworkLoop(LinksState& state) : s_(state) {}
+
+  void run() {
+    watch(s_.eventFd.fd(), EPOLLIN, &kEventTag);
+    watch(s_.listener.fd(), EPOLLIN, &kListenTag);
+    Clock::time_point lastProgress = Clock::now();
+    epoll_event events[64];
+    for (;;) {
+      bool progress = absorbChanges();
+      progress = pumpAll() || progress;
+      if (s_.stopping && !continueShutdown()) break;
+      int timeoutMs = 0;
+      Clock::time_point now = Clock::now();
+      if (progress) {
+        lastProgress = now;
+      } else if (now - lastProgress > kSpin) {
+        prepareSleep(s_.netBell);
+        if (s_.changed.load() || pumpAll()) {
+          lastProgress = now;
+        } else {
+          timeoutMs = s_.stopping ? 10 : 1000;
+        }
+      }
+      int count = ::epoll_wait(s_.epoll.fd(), events, 64, timeoutMs);
+      cancelSleep(s_.netBell);
+      for (int i = 0; i < std::max(count, 0); ++i) dispatch(events[i]);
+    }
+    connections_.clear();
+  }
+
+ private:
+  void watch(int fd, uint32_t events, void* tag) {
+    epoll_event event{};
+    event.events = events;
+    event.data.ptr = tag;
+    ::epoll_ctl(s_.epoll.fd(), EPOLL_CTL_ADD, fd, &event);
+  }
+
+  void dispatch(const epoll_event& event) {
+    if (event.data.ptr == &kEventTag) {
+      uint64_t value = 0;
+      while (::read(s_.eventFd.fd(), &value, sizeof value) > 0) {
+      }
+    } else if (event.data.ptr == &kListenTag) {
+      acceptAll();
+    } else {
+      auto* connection = static_cast<Connection*>(event.data.ptr);
+      if (event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) connection->markReadable();
+      if (event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) connection->markWritable();
+    }
+  }
+
+  void acceptAll() {
+    for (;;) {
+      int fd = ::accept4(s_.listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+          log::warn(s_.options.rank, "TCP transport: accept failed (errno {})", errno);
+        }
+        return;
+      }
+      configureStream(fd);
+      s_.startAccept(Socket(fd));
+    }
+  }
+
+  /// Takes the new send lanes, finished handshakes and the abort request; true if any.
+  bool absorbChanges() {
+    if (!s_.changed.exchange(false)) return false;
+    std::vector<NewLane> lanes;
+    std::vector<Handoff> handoffs;
+    {
+      std::lock_guard lock(s_.mutex);
+      lanes.swap(s_.newLanes);
+      handoffs.swap(s_.handoffs);
+    }
+    s_.reapHelpers();
+    for (const NewLane& lane : lanes) {
+      std::pair key{lane.peer, lane.lane % s_.options.socketsPerPeer};
+      auto found = outgoing_.find(key);
+      if (found != outgoing_.end()) {
+        found->second->addSendLane(lane.fifo, lane.lane);
+      } else {
+        waitingLanes_[key].push_back(lane);
+      }
+    }
+    for (Handoff& handoff : handoffs) adopt(std::move(handoff));
+    if (s_.aborting && !abortSent_) {
+      abortSent_ = true;
+      for (auto& connection : connections_) connection->sendControl(FrameKind::kAbort);
+    }
+    return true;
+  }
+
+  void adopt(Handoff handoff) {
+    std::pair key{handoff.peer, handoff.stream};
+    bool outgoing = handoff.direction == Connection::Direction::kOutgoing;
+    auto& table = outgoing ? outgoing_ : incoming_;
+    if (table.count(key) != 0) {
+      log::warn(s_.options.rank,
+                "TCP transport: dropped a second connection {} rank {} on "
+                "stream {}",
+                outgoing ? "to" : "from", handoff.peer, handoff.stream);
+      return;
+    }
+    int peer = handoff.peer;
+    auto connection = std::make_unique<Connection>(
+        std::move(handoff.socket), peer, handoff.stream, s_.options.socketsPerPeer,
+        handoff.direction, s_.options.geometry.slotBytes,
+        [this, peer](uint16_t lane) { return &s_.recvFifo(peer, lane); });
+    if (outgoing) {
+      auto waiting = waitingLanes_.find(key);
+      if (waiting != waitingLanes_.end()) {
+        for (const NewLane& lane : waiting->second) connection->addSendLane(lane.fifo, lane.lane);
+        waitingLanes_.erase(waiting);
+      }
+    }
+    if (s_.aborting) connection->sendControl(FrameKind::kAbort);
+    if (s_.stopping) connection->discardIncomingData();
+    if (byeQueued_) connection->sendControl(FrameKind::kBye);
+    watch(connection->fd(), EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, connection.get());
+    table[key] = connection.get();
+    connections_.push_back(std::move(connection));
+  }
+
+  /// Pumps every connection and retires the ones that ended; true if anything moved.
+  bool pumpAll() {
+    bool progress = false;
+    for (auto& connection : connections_) {
+      progress = connection->pumpWrite() || progress;
+      progress = connection->pumpRead() || progress;
+    }
+    auto ended = [](const std::unique_ptr<Connection>& c) {
+      return c->state() != Connection::State::kOpen;
+    };
+    if (std::any_of(connections_.begin(), connections_.end(), ended)) {
+      for (auto& connection : connections_) {
+        if (ended(connection)) retire(*connection);
+      }
+      std::erase_if(connections_, ended);
+      progress = true;
+    }
+    return progress;
+  }
+
+  void retire(Connection& connection) {
+    ::epoll_ctl(s_.epoll.fd(), EPOLL_CTL_DEL, connection.fd(), nullptr);
+    std::pair key{connection.peer(), connection.stream()};
+    bool outgoing = connection.direction() == Connection::Direction::kOutgoing;
+    (outgoing ? outgoing_ : incoming_).erase(key);
+    bool clean = connection.state() == Connection::State::kClosed &&
+                 !(outgoing && connection.hasUnsentData());
+    if (clean) {
+      log::info(s_.options.rank, "TCP transport: {}", connection.error());
+    } else if (connection.state() == Connection::State::kAborted || !(s_.stopping || s_.aborting)) {
+      // After this rank stopped or aborted, peers closing their ends is expected.
+      s_.markFailed(connection.peer(), connection.error());
+    }
+  }
+
+  /// One shutdown step; false when the thread may exit.
+  bool continueShutdown() {
+    Clock::time_point now = Clock::now();
+    if (!byeQueued_) {
+      if (!draining_) {
+        draining_ = true;
+        drainDeadline_ = now + s_.options.timeout;
+        for (auto& connection : connections_) connection->discardIncomingData();
+      }
+      if (!s_.aborting && unsentData() && now < drainDeadline_) return true;
+      byeQueued_ = true;
+      flushDeadline_ = now + kFlushGrace;
+      FrameKind kind = s_.aborting ? FrameKind::kAbort : FrameKind::kBye;
+      for (auto& connection : connections_) connection->sendControl(kind);
+    }
+    bool flushed = std::all_of(connections_.begin(), connections_.end(),
+                               [](const auto& c) { return c->controlFlushed(); });
+    return !flushed && now < flushDeadline_;
+  }
+
+  /// Whether a message committed to a healthy peer has not been written yet.
+  bool unsentData() {
+    for (auto& connection : connections_) {
+      if (connection->direction() == Connection::Direction::kOutgoing &&
+          !s_.failed[connection->peer()] && connection->hasUnsentData()) {
+        return true;
+      }
+    }
+    size_t bytes = 0;
+    for (auto& [key, lanes] : waitingLanes_) {
+      if (s_.failed[key.first]) continue;
+      for (const NewLane& lane : lanes) {
+        if (lane.fifo->tryPeek(&bytes) != nullptr) return true;
+      }
+    }
+    return false;
+  }
+
+  LinksState& s_;
+  std::vector<std::unique_ptr<Connection>> connections_;
+  std::map<std::pair<int, int>, Connection*> outgoing_;  ///< (peer, stream).
+  std::map<std::pair<int, int>, Connection*> incoming_;
+  std::map<std::pair<int, int>, std::vector<NewLane>> waitingLanes_;
+  bool abortSent_ = false;
+  bool draining_ = false;
+  bool byeQueued_ = false;
+  Clock::time_point drainDeadline_;
+  Clock::time_point flushDeadline_;
+};
+
+}  // namespace
+
+void runNetwork(LinksState& state) { NetworkLoop(state).run(); }
+
+}  // namespace grove::transport::tcp

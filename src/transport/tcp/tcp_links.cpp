@@ -1,0 +1,268 @@
+// TcpLinks: the rank-facing half of the TCP transport (FIFOs, dialing on first use, the
+// acceptor's handshakes, failure marking). The bytes move in network_loop.cpp.
+//
+// Each (src -> dst, stream) direction is its own connection, opened by src the first time
+// one of its send FIFOs on that stream is asked for; the acceptor only checks and adopts it,
+// so no two ranks ever race to open the same connection and nothing needs deduplicating.
+#include "transport/tcp/tcp_links.hpp"
+
+#include <fmt/format.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "core/log.hpp"
+#include "grove/error.hpp"
+#include "transport/tcp/interfaces.hpp"
+#include "transport/tcp/links_state.hpp"
+
+namespace grove::transport {
+namespace tcp {
+
+FifoBox::FifoBox(const FifoGeometry& geometry, Doorbell* senderBell, Doorbell* receiverBell)
+    : bytes_(Fifo::memoryBytes(geometry.slotBytes, geometry.depth)) {
+  memory_ = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (memory_ == MAP_FAILED) {
+    throw Error(
+        ErrorCode::kSystemError,
+        fmt::format("TCP transport: cannot map {} bytes of FIFO memory (errno {})", bytes_, errno));
+  }
+  fifo_ =
+      std::make_unique<Fifo>(memory_, geometry.slotBytes, geometry.depth, senderBell, receiverBell);
+}
+
+FifoBox::~FifoBox() {
+  fifo_.reset();
+  ::munmap(memory_, bytes_);
+}
+
+LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Doorbell& bell)
+    : store(storeRef), options(std::move(optionsValue)), rankBell(bell) {
+  const TcpOptions& o = options;
+  if (o.size < 1 || o.rank < 0 || o.rank >= o.size || o.socketsPerPeer < 1 ||
+      o.socketsPerPeer > 64 || o.geometry.slotBytes == 0 || o.geometry.depth < 1) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("TcpLinks: rank {} of {} with {} sockets per peer and {} slots of {} "
+                    "bytes: expected 0 <= rank < size, 1..64 sockets, nonzero geometry",
+                    o.rank, o.size, o.socketsPerPeer, o.geometry.depth, o.geometry.slotBytes));
+  }
+  isRemote.assign(static_cast<size_t>(o.size), false);
+  for (int peer : o.remoteRanks) {
+    if (peer < 0 || peer >= o.size || peer == o.rank) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("TcpLinks: rank {}: remote rank {} is not another rank of 0..{}",
+                              o.rank, peer, o.size - 1));
+    }
+    isRemote[static_cast<size_t>(peer)] = true;
+  }
+  failed = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(o.size));
+  policy = HelloPolicy{o.rank, o.remoteRanks, o.socketsPerPeer, o.geometry.slotBytes};
+
+  eventFd = Socket(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  epoll = Socket(::epoll_create1(EPOLL_CLOEXEC));
+  if (!eventFd.valid() || !epoll.valid()) {
+    throw Error(
+        ErrorCode::kSystemError,
+        fmt::format("TcpLinks rank {}: eventfd/epoll_create1 failed (errno {})", o.rank, errno));
+  }
+  attachEventFd(netBell, eventFd.fd());
+  InterfaceChoice choice = chooseInterface(o.interfaces, o.rank);
+  auto [socket, port] = listenOn(choice.address);
+  listener = std::move(socket);
+  address = formatHostPort(choice.address, port);
+  log::info(o.rank, "TCP transport listens on {} ({})", address, choice.name);
+}
+
+Fifo& LinksState::recvFifo(int peer, int lane) {
+  std::lock_guard lock(mutex);
+  auto& box = recvFifos[{peer, lane}];
+  if (!box) box = std::make_unique<FifoBox>(options.geometry, &netBell, &rankBell);
+  return box->fifo();
+}
+
+void LinksState::markFailed(int peer, const std::string& reason) {
+  if (peer < 0 || peer >= options.size) return;
+  if (!failed[peer].exchange(true)) log::warn(options.rank, "TCP transport: {}", reason);
+  int current = lowestFailed.load();
+  while ((current < 0 || peer < current) && !lowestFailed.compare_exchange_weak(current, peer)) {
+  }
+  ring(rankBell);
+}
+
+void LinksState::notifyNetwork() {
+  changed.store(true);
+  ring(netBell);
+}
+
+void LinksState::setHelperFd(Helper& helper, int fd) {
+  std::lock_guard lock(mutex);
+  helper.fd = fd;
+}
+
+void LinksState::reapHelpers() {
+  std::list<Helper> finished;
+  {
+    std::lock_guard lock(mutex);
+    for (auto it = helpers.begin(); it != helpers.end();) {
+      auto next = std::next(it);
+      if (it->done) finished.splice(finished.end(), helpers, it);
+      it = next;
+    }
+  }
+  for (Helper& helper : finished) helper.thread.join();
+}
+
+void LinksState::handOff(Socket socket, int peer, int stream, Connection::Direction direction) {
+  {
+    std::lock_guard lock(mutex);
+    handoffs.push_back(Handoff{std::move(socket), peer, stream, direction});
+  }
+  notifyNetwork();
+}
+
+void LinksState::startDial(int peer, int stream, std::string peerAddress) {
+  startHelper([this, peer, stream, peerAddress = std::move(peerAddress)](Helper& helper) {
+    Hello hello;
+    hello.stream = static_cast<uint16_t>(stream);
+    hello.src = static_cast<uint32_t>(options.rank);
+    hello.dst = static_cast<uint32_t>(peer);
+    hello.slotBytes = options.geometry.slotBytes;
+    Deadline deadline = std::chrono::steady_clock::now() + options.timeout;
+    Socket socket;
+    try {
+      socket = openConnection(peerAddress, hello, options.secret, deadline, &cancelHelpers,
+                              [&](int fd) { setHelperFd(helper, fd); });
+    } catch (const std::exception& error) {
+      setHelperFd(helper, -1);
+      if (!cancelHelpers) {
+        markFailed(peer, fmt::format("cannot connect to rank {} at {} (stream {}): {}", peer,
+                                     peerAddress, stream, error.what()));
+      }
+      return;
+    }
+    setHelperFd(helper, -1);
+    log::info(options.rank, "TCP transport: connected to rank {} at {} (stream {})", peer,
+              peerAddress, stream);
+    handOff(std::move(socket), peer, stream, Connection::Direction::kOutgoing);
+  });
+}
+
+void LinksState::startAccept(Socket accepted) {
+  startHelper([this, socket = std::move(accepted)](Helper& helper) mutable {
+    setHelperFd(helper, socket.fd());
+    std::string from = peerName(socket.fd());
+    Deadline deadline = std::chrono::steady_clock::now() + options.timeout;
+    Hello hello;
+    try {
+      hello = acceptConnection(socket.fd(), policy, options.secret, deadline, &cancelHelpers);
+    } catch (const std::exception& error) {
+      setHelperFd(helper, -1);
+      if (!cancelHelpers) {
+        log::warn(options.rank, "TCP transport: refused a connection from {}: {}", from,
+                  error.what());
+      }
+      return;
+    }
+    setHelperFd(helper, -1);
+    log::info(options.rank, "TCP transport: accepted rank {} (stream {}) from {}", hello.src,
+              hello.stream, from);
+    handOff(std::move(socket), static_cast<int>(hello.src), hello.stream,
+            Connection::Direction::kIncoming);
+  });
+}
+
+}  // namespace tcp
+
+struct TcpLinks::Impl {
+  explicit Impl(bootstrap::Store& store, TcpOptions options, Doorbell& rankBell)
+      : state(store, std::move(options), rankBell) {}
+  tcp::LinksState state;
+
+  void checkPeer(int peer, int lane, const char* call) const {
+    const TcpOptions& o = state.options;
+    if (peer < 0 || peer >= o.size || !state.isRemote[static_cast<size_t>(peer)]) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("TcpLinks::{}: rank {}: peer {} is not one of its TCP peers", call,
+                              o.rank, peer));
+    }
+    if (lane < 0 || lane > 0xffff) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("TcpLinks::{}: rank {}: lane {} (peer {}) is outside 0..65535", call,
+                              o.rank, lane, peer));
+    }
+  }
+};
+
+TcpLinks::TcpLinks(bootstrap::Store& store, TcpOptions options, Doorbell& rankBell)
+    : impl_(std::make_unique<Impl>(store, std::move(options), rankBell)) {
+  tcp::LinksState& s = impl_->state;
+  s.store.set(fmt::format("{}/tcp/{}", s.options.keyPrefix, s.options.rank), s.address);
+  s.network = std::thread([&s] { tcp::runNetwork(s); });
+}
+
+TcpLinks::~TcpLinks() {
+  tcp::LinksState& s = impl_->state;
+  s.stopping = true;
+  s.notifyNetwork();
+  s.network.join();
+  s.cancelHelpers = true;
+  {
+    std::lock_guard lock(s.mutex);
+    for (tcp::Helper& helper : s.helpers) {
+      if (helper.fd >= 0) ::shutdown(helper.fd, SHUT_RDWR);
+    }
+  }
+  for (tcp::Helper& helper : s.helpers) helper.thread.join();
+}
+
+Fifo& TcpLinks::sendFifo(int peer, int lane) {
+  impl_->checkPeer(peer, lane, "sendFifo");
+  tcp::LinksState& s = impl_->state;
+  Fifo* fifo = nullptr;
+  {
+    std::lock_guard lock(s.mutex);
+    auto& box = s.sendFifos[{peer, lane}];
+    if (box) return box->fifo();
+    box = std::make_unique<tcp::FifoBox>(s.options.geometry, &s.rankBell, &s.netBell);
+    fifo = &box->fifo();
+    s.newLanes.push_back(tcp::NewLane{peer, static_cast<uint16_t>(lane), fifo});
+  }
+  int stream = lane % s.options.socketsPerPeer;
+  if (s.dialed.insert({peer, stream}).second) {
+    auto known = s.peerAddresses.find(peer);
+    if (known == s.peerAddresses.end()) {
+      std::string key = fmt::format("{}/tcp/{}", s.options.keyPrefix, peer);
+      try {
+        known = s.peerAddresses.emplace(peer, s.store.get(key, s.options.timeout)).first;
+      } catch (const std::exception& error) {
+        s.markFailed(peer,
+                     fmt::format("no address for rank {} under '{}': {}", peer, key, error.what()));
+      }
+    }
+    if (known != s.peerAddresses.end()) s.startDial(peer, stream, known->second);
+  }
+  s.notifyNetwork();
+  return *fifo;
+}
+
+Fifo& TcpLinks::recvFifo(int peer, int lane) {
+  impl_->checkPeer(peer, lane, "recvFifo");
+  return impl_->state.recvFifo(peer, lane);
+}
+
+void TcpLinks::abort() {
+  impl_->state.aborting = true;
+  impl_->state.notifyNetwork();
+}
+
+int TcpLinks::failedPeer() const { return impl_->state.lowestFailed.load(); }
+
+std::string TcpLinks::address() const { return impl_->state.address; }
+
+}  // namespace grove::transport

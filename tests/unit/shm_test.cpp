@@ -1,0 +1,631 @@
+// The shared-memory transport (src/transport/shm/): ranks in separate processes (fork)
+// exchanging messages over many slots and lanes in both directions, doorbells waking a
+// sleeping process, failure detection of an aborted or SIGKILLed peer, no segment left in
+// /dev/shm, the cleanup helper and the creation race; plus argument checks and geometry
+// mismatches with two ranks in one process.
+//
+// Children report through their exit status (and stderr) and leave with _exit, never through
+// gtest. Every test uses a random job id so that runs never see each other's segments.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grove/error.hpp"
+#include "transport/shm/shm_domain.hpp"
+#include "transport/shm/shm_segment.hpp"
+
+namespace grove::transport {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Guard against hangs only: a child still running after this is killed and the test fails.
+constexpr auto kChildGuard = 60s;
+
+std::string randomJobId() {
+  std::random_device device;
+  uint64_t bits = (uint64_t{device()} << 32) | device();
+  char text[40];
+  std::snprintf(text, sizeof text, "t%d-%016llx", static_cast<int>(getpid()),
+                static_cast<unsigned long long>(bits));
+  return text;
+}
+
+// /dev/shm entries of `jobId` (node and FIFO segments), sorted.
+std::vector<std::string> jobEntries(const std::string& jobId) {
+  std::vector<std::string> names;
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return names;
+  while (dirent* entry = readdir(dir)) {
+    if (shm::isJobSegment(entry->d_name, jobId)) names.emplace_back(entry->d_name);
+  }
+  closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Coordination memory shared by the test process and its children (mapped before fork).
+struct Shared {
+  std::atomic<int> arrived{0};
+  std::atomic<int> flag{0};
+};
+
+class SharedPage {
+ public:
+  SharedPage() {
+    void* memory = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    shared_ = new (memory) Shared;
+  }
+  ~SharedPage() { munmap(shared_, 4096); }
+  Shared* operator->() const { return shared_; }
+  Shared& operator*() const { return *shared_; }
+
+ private:
+  Shared* shared_;
+};
+
+// Barrier of `n` processes; `round` counts this process's barriers (start at 0).
+bool barrier(Shared& shared, int n, int& round) {
+  ++round;
+  shared.arrived.fetch_add(1);
+  auto deadline = std::chrono::steady_clock::now() + kChildGuard;
+  while (shared.arrived.load() < n * round) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+#define CHILD_CHECK(condition)                                                                 \
+  do {                                                                                         \
+    if (!(condition)) {                                                                        \
+      std::fprintf(stderr, "%s:%d: child check failed: %s\n", __FILE__, __LINE__, #condition); \
+      return 1;                                                                                \
+    }                                                                                          \
+  } while (0)
+
+// Forks one child per rank running body(rank); returns their exit codes (99: exception,
+// 98: killed by the guard or a signal).
+std::vector<int> runRanks(int n, const std::function<int(int)>& body) {
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < n; ++rank) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      int code = 99;
+      try {
+        code = body(rank);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+      }
+      std::fflush(stderr);
+      _exit(code);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes(n, -1);
+  auto deadline = std::chrono::steady_clock::now() + kChildGuard;
+  int left = n;
+  while (left > 0) {
+    for (int rank = 0; rank < n; ++rank) {
+      int status = 0;
+      if (codes[rank] != -1 || waitpid(pids[rank], &status, WNOHANG) != pids[rank]) continue;
+      codes[rank] = WIFEXITED(status) ? WEXITSTATUS(status) : 98;
+      --left;
+    }
+    if (left > 0 && std::chrono::steady_clock::now() > deadline) {
+      for (int rank = 0; rank < n; ++rank) {
+        if (codes[rank] == -1) kill(pids[rank], SIGKILL);
+      }
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  return codes;
+}
+
+ShmOptions options(const std::string& jobId, int rank, std::vector<int> localRanks,
+                   FifoGeometry geometry = {1000, 4}) {
+  ShmOptions o;
+  o.jobId = jobId;
+  o.rank = rank;
+  o.size = localRanks.empty() ? 1 : localRanks.back() + 1;
+  o.localRanks = std::move(localRanks);
+  o.geometry = geometry;
+  o.timeout = 20s;
+  return o;
+}
+
+// Message i from `src` on `lane`: 0 to slotBytes bytes (sizes not multiples of anything).
+size_t messageBytes(int src, int lane, int i, size_t slotBytes) {
+  return (static_cast<size_t>(i) * 7919 + lane * 131 + src * 17) % (slotBytes + 1);
+}
+unsigned char messageByte(int src, int lane, int i, size_t k) {
+  return static_cast<unsigned char>(src * 31 + lane * 17 + i * 13 + k * 7 + (k >> 8));
+}
+
+// Sends `messages` messages on each of `lanes` lanes to every peer and receives as many
+// from each, interleaved; sleeps on the doorbell when nothing moves. Returns the number of
+// wrong messages.
+int exchange(ShmDomain& domain, int rank, const std::vector<int>& peers, int lanes, int messages,
+             size_t slotBytes) {
+  struct Link {
+    int peer, lane;
+    Fifo* send;
+    Fifo* recv;
+    int sent = 0, received = 0;
+  };
+  std::vector<Link> links;
+  for (int peer : peers) {
+    for (int lane = 0; lane < lanes; ++lane) {
+      // Alternate the connection order so both creation roles are exercised.
+      Fifo* send = nullptr;
+      Fifo* recv = nullptr;
+      if ((lane + rank) % 2 == 0) {
+        send = &domain.sendFifo(peer, lane);
+        recv = &domain.recvFifo(peer, lane);
+      } else {
+        recv = &domain.recvFifo(peer, lane);
+        send = &domain.sendFifo(peer, lane);
+      }
+      links.push_back({peer, lane, send, recv});
+    }
+  }
+  int errors = 0;
+  auto pollOnce = [&] {
+    bool progress = false;
+    for (Link& link : links) {
+      if (link.sent < messages) {
+        if (void* slot = link.send->tryAcquire()) {
+          size_t bytes = messageBytes(rank, link.lane, link.sent, slotBytes);
+          auto* out = static_cast<unsigned char*>(slot);
+          for (size_t k = 0; k < bytes; ++k) out[k] = messageByte(rank, link.lane, link.sent, k);
+          link.send->commit(bytes);
+          ++link.sent;
+          progress = true;
+        }
+      }
+      if (link.received < messages) {
+        size_t bytes = 0;
+        if (const void* slot = link.recv->tryPeek(&bytes)) {
+          auto* in = static_cast<const unsigned char*>(slot);
+          bool good = bytes == messageBytes(link.peer, link.lane, link.received, slotBytes);
+          for (size_t k = 0; good && k < bytes; ++k) {
+            good = in[k] == messageByte(link.peer, link.lane, link.received, k);
+          }
+          if (!good) ++errors;
+          link.recv->release();
+          ++link.received;
+          progress = true;
+        }
+      }
+    }
+    return progress;
+  };
+  auto done = [&] {
+    return std::all_of(links.begin(), links.end(),
+                       [&](const Link& l) { return l.sent == messages && l.received == messages; });
+  };
+  Doorbell& bell = domain.doorbell();
+  while (!done()) {
+    if (pollOnce()) continue;
+    uint32_t sequence = prepareSleep(bell);
+    if (!pollOnce()) sleep(bell, sequence, 1s);
+    cancelSleep(bell);
+  }
+  return errors;
+}
+
+int exchangeRanks(const std::string& jobId, int n, int rank, int lanes, int messages) {
+  std::vector<int> local(n);
+  for (int r = 0; r < n; ++r) local[r] = r;
+  FifoGeometry geometry{1000, 4};
+  ShmDomain domain(options(jobId, rank, local, geometry));
+  std::vector<int> peers;
+  for (int r = 0; r < n; ++r) {
+    if (r != rank) peers.push_back(r);
+  }
+  int errors = exchange(domain, rank, peers, lanes, messages, geometry.slotBytes);
+  CHILD_CHECK(errors == 0);
+  CHILD_CHECK(domain.failedPeer() == -1);
+  return 0;
+}
+
+TEST(ShmDomain, TwoProcessesExchangeManySlotsAndLanesBothWays) {
+  std::string job = randomJobId();
+  auto codes = runRanks(2, [&](int rank) { return exchangeRanks(job, 2, rank, 3, 600); });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+  EXPECT_EQ(jobEntries(job), std::vector<std::string>{});
+}
+
+TEST(ShmDomain, ThreeProcessesExchangeWithEveryPeer) {
+  std::string job = randomJobId();
+  auto codes = runRanks(3, [&](int rank) { return exchangeRanks(job, 3, rank, 2, 200); });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(jobEntries(job), std::vector<std::string>{});
+}
+
+TEST(ShmDomain, SegmentsAreUnlinkedOnceBothSidesMappedThem) {
+  std::string job = randomJobId();
+  SharedPage shared;
+  auto codes = runRanks(2, [&](int rank) {
+    int round = 0;
+    {
+      ShmDomain domain(options(job, rank, {0, 1}));
+      CHILD_CHECK(exchange(domain, rank, {1 - rank}, 2, 10, 1000) == 0);
+      CHILD_CHECK(barrier(*shared, 2, round));
+      // Both have mapped each other's node segment and both FIFOs: no name is left.
+      CHILD_CHECK(jobEntries(job).empty());
+      CHILD_CHECK(barrier(*shared, 2, round));
+    }
+    return 0;
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+  EXPECT_EQ(jobEntries(job), std::vector<std::string>{});
+}
+
+TEST(ShmDomain, DoorbellWakesASleepingProcess) {
+  std::string job = randomJobId();
+  SharedPage shared;
+  pid_t child = fork();
+  if (child == 0) {
+    int code = 99;
+    try {
+      code = [&] {
+        ShmDomain domain(options(job, 1, {0, 1}));
+        Fifo& fifo = domain.recvFifo(0, 0);
+        Doorbell& bell = domain.doorbell();
+        bool rung = false;
+        size_t bytes = 0;
+        const void* slot = nullptr;
+        for (;;) {
+          uint32_t sequence = prepareSleep(bell);
+          if ((slot = fifo.tryPeek(&bytes)) != nullptr) break;
+          shared->flag.store(1);  // "about to sleep"
+          sleep(bell, sequence, 120s);
+          rung = rung || bell.sequence.load() != sequence;
+          cancelSleep(bell);
+        }
+        cancelSleep(bell);
+        CHILD_CHECK(rung);
+        CHILD_CHECK(bytes == 5 && std::memcmp(slot, "hello", 5) == 0);
+        fifo.release();
+        return 0;
+      }();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+    }
+    _exit(code);
+  }
+  {
+    ShmDomain domain(options(job, 0, {0, 1}));
+    Fifo& fifo = domain.sendFifo(1, 0);
+    while (shared->flag.load() == 0) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(50ms);  // let it reach the futex wait (not required)
+    void* slot = fifo.tryAcquire();
+    ASSERT_NE(slot, nullptr);
+    std::memcpy(slot, "hello", 5);
+    fifo.commit(5);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+  EXPECT_EQ(jobEntries(job), std::vector<std::string>{});
+}
+
+TEST(ShmDomain, AbortWakesAndIsReportedToThePeer) {
+  std::string job = randomJobId();
+  SharedPage shared;
+  pid_t child = fork();
+  if (child == 0) {
+    int code = 99;
+    try {
+      ShmDomain domain(options(job, 1, {0, 1}));
+      domain.recvFifo(0, 0);  // maps rank 0's node segment
+      while (shared->flag.load() == 0) std::this_thread::sleep_for(1ms);
+      domain.abort();
+      code = 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+    }
+    _exit(code);
+  }
+  ShmDomain domain(options(job, 0, {0, 1}));
+  domain.sendFifo(1, 0);
+  EXPECT_EQ(domain.failedPeer(), -1);
+  Doorbell& bell = domain.doorbell();
+  uint32_t sequence = prepareSleep(bell);
+  shared->flag.store(1);
+  sleep(bell, sequence, 120s);
+  cancelSleep(bell);
+  EXPECT_NE(bell.sequence.load(), sequence);
+  EXPECT_EQ(domain.failedPeer(), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(ShmDomain, MessagesOfAPeerThatClosedAtOnceArriveAndItIsNotAFailure) {
+  // The child finishes its part (one message in the FIFO) and is destroyed, possibly before
+  // this process connects: the destructor keeps the FIFO until this side attached.
+  std::string job = randomJobId();
+  pid_t child = fork();
+  if (child == 0) {
+    int code = 99;
+    try {
+      ShmDomain domain(options(job, 1, {0, 1}));
+      Fifo& fifo = domain.sendFifo(0, 0);
+      void* slot = fifo.tryAcquire();
+      std::memcpy(slot, "bye", 3);
+      fifo.commit(3);
+      code = 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+    }
+    _exit(code);
+  }
+  {
+    ShmDomain domain(options(job, 0, {0, 1}));
+    std::this_thread::sleep_for(100ms);  // usually the child is in its destructor by now
+    Fifo& fifo = domain.recvFifo(1, 0);
+    size_t bytes = 0;
+    const void* slot = fifo.tryPeek(&bytes);
+    ASSERT_NE(slot, nullptr);
+    EXPECT_EQ(bytes, 3u);
+    EXPECT_EQ(std::memcmp(slot, "bye", 3), 0);
+    fifo.release();
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    EXPECT_EQ(domain.failedPeer(), -1);  // gone, but it closed cleanly
+  }
+  EXPECT_EQ(jobEntries(job), std::vector<std::string>{});
+}
+
+TEST(ShmDomain, KilledPeerIsReportedAndItsLeftoversRemovable) {
+  std::string job = randomJobId();
+  SharedPage shared;
+  pid_t child = fork();
+  if (child == 0) {
+    try {
+      ShmDomain domain(options(job, 1, {0, 1}));
+      domain.sendFifo(0, 0);
+      domain.sendFifo(0, 5);  // rank 0 never attaches: stays linked when this process dies
+      shared->flag.store(1);
+      for (;;) pause();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+    }
+    _exit(99);
+  }
+  {
+    ShmDomain domain(options(job, 0, {0, 1}));
+    while (shared->flag.load() == 0) std::this_thread::sleep_for(1ms);
+    domain.recvFifo(1, 0);
+    EXPECT_EQ(domain.failedPeer(), -1);
+    EXPECT_EQ(jobEntries(job), std::vector<std::string>{"grove-" + job + "-f1-0-5"});
+    ASSERT_EQ(kill(child, SIGKILL), 0);
+    // Not reaped yet: the child is a zombie, which still counts as gone.
+    auto deadline = std::chrono::steady_clock::now() + 1s;
+    int failed = -1;
+    while (failed == -1 && std::chrono::steady_clock::now() < deadline) {
+      failed = domain.failedPeer();
+      std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_EQ(failed, 1);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status));
+    EXPECT_EQ(domain.failedPeer(), 1);
+  }
+  EXPECT_EQ(jobEntries(job), std::vector<std::string>{"grove-" + job + "-f1-0-5"});
+  removeJobSegments(job);
+  EXPECT_EQ(jobEntries(job), std::vector<std::string>{});
+}
+
+TEST(ShmDomain, CreationRaceBothSidesConnectAtOnce) {
+  std::string base = randomJobId();
+  SharedPage shared;
+  constexpr int kRepetitions = 50;
+  auto codes = runRanks(2, [&](int rank) {
+    int round = 0;
+    for (int rep = 0; rep < kRepetitions; ++rep) {
+      std::string job = base + "-r" + std::to_string(rep);
+      {
+        ShmDomain domain(options(job, rank, {0, 1}, {64, 2}));
+        CHILD_CHECK(barrier(*shared, 2, round));
+        CHILD_CHECK(exchange(domain, rank, {1 - rank}, 3, 3, 64) == 0);
+        CHILD_CHECK(barrier(*shared, 2, round));
+      }
+      CHILD_CHECK(barrier(*shared, 2, round));
+      if (rank == 0 && !jobEntries(job).empty()) {
+        std::fprintf(stderr, "repetition %d left %s\n", rep, jobEntries(job)[0].c_str());
+        return 1;
+      }
+    }
+    return 0;
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+}
+
+TEST(ShmDomain, RemoveJobSegmentsRemovesOnlyThatJob) {
+  std::string job = randomJobId();
+  std::vector<std::string> names = {"/grove-" + job + "-n0", "/grove-" + job + "-f0-1-2",
+                                    "/grove-" + job + "-x-n0", "/grove-" + job + "-other",
+                                    "/grove-" + job + "-f0-1"};
+  for (const auto& name : names) {
+    int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0) << name;
+    close(fd);
+  }
+  EXPECT_EQ(jobEntries(job),
+            (std::vector<std::string>{"grove-" + job + "-f0-1-2", "grove-" + job + "-n0"}));
+  removeJobSegments(job);
+  EXPECT_EQ(jobEntries(job), std::vector<std::string>{});
+  EXPECT_EQ(jobEntries(job + "-x"), std::vector<std::string>{"grove-" + job + "-x-n0"});
+  for (const auto& name : names) shm_unlink(name.c_str());
+  removeJobSegments("never-used-" + job);  // nothing to do is fine
+  EXPECT_THROW(removeJobSegments("a/b"), Error);
+  EXPECT_THROW(removeJobSegments(""), Error);
+}
+
+TEST(ShmDomain, TwoRanksInOneProcessIncludingNonContiguousLocalRanks) {
+  std::string job = randomJobId();
+  ShmOptions o1 = options(job, 1, {1, 3});
+  o1.size = 5;
+  ShmOptions o3 = options(job, 3, {1, 3});
+  o3.size = 5;
+  ShmDomain a(o1);
+  ShmDomain b(o3);
+  Fifo& send = a.sendFifo(3, 7);
+  EXPECT_EQ(&send, &a.sendFifo(3, 7));  // kept
+  Fifo& recv = b.recvFifo(1, 7);
+  EXPECT_EQ(jobEntries(job), std::vector<std::string>{});  // all mapped by both sides
+  for (int i = 0; i < 10; ++i) {                           // more messages than slots: wraps around
+    void* slot = send.tryAcquire();
+    ASSERT_NE(slot, nullptr);
+    std::memset(slot, i, i);
+    send.commit(i);
+    size_t bytes = 0;
+    const void* in = recv.tryPeek(&bytes);
+    ASSERT_NE(in, nullptr);
+    EXPECT_EQ(bytes, static_cast<size_t>(i));
+    if (i > 0) {
+      EXPECT_EQ(static_cast<const unsigned char*>(in)[i - 1], i);
+    }
+    recv.release();
+  }
+  size_t none = 0;
+  EXPECT_EQ(recv.tryPeek(&none), nullptr);
+  // A FIFO to oneself is private memory; send and receive views are the same object.
+  Fifo& self = a.sendFifo(1, 0);
+  EXPECT_EQ(&self, &a.recvFifo(1, 0));
+  ASSERT_NE(self.tryAcquire(), nullptr);
+  self.commit(3);
+  size_t bytes = 0;
+  EXPECT_NE(self.tryPeek(&bytes), nullptr);
+  EXPECT_EQ(bytes, 3u);
+  EXPECT_EQ(a.failedPeer(), -1);
+  EXPECT_EQ(b.failedPeer(), -1);
+  b.abort();
+  EXPECT_EQ(a.failedPeer(), 3);
+  EXPECT_EQ(b.failedPeer(), -1);
+}
+
+TEST(ShmDomain, MessagesCommittedBeforeThePeerConnectsAreKept) {
+  // The second view of a FIFO must not reset counters the first side already advanced.
+  std::string job = randomJobId();
+  ShmDomain a(options(job, 0, {0, 1}));
+  ShmDomain b(options(job, 1, {0, 1}));
+  Fifo& send = a.sendFifo(1, 2);
+  for (int i = 0; i < 3; ++i) {
+    void* slot = send.tryAcquire();
+    ASSERT_NE(slot, nullptr);
+    std::memset(slot, 'a' + i, 1);
+    send.commit(1);
+  }
+  Fifo& recv = b.recvFifo(0, 2);
+  for (int i = 0; i < 3; ++i) {
+    size_t bytes = 0;
+    const void* in = recv.tryPeek(&bytes);
+    ASSERT_NE(in, nullptr) << i;
+    EXPECT_EQ(bytes, 1u);
+    EXPECT_EQ(*static_cast<const char*>(in), 'a' + i);
+    recv.release();
+  }
+  // And the receiver's releases reach the sender: the ring has room for `depth` again.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_NE(send.tryAcquire(), nullptr) << i;
+    send.commit(0);
+  }
+  EXPECT_EQ(send.tryAcquire(), nullptr);
+}
+
+TEST(ShmDomain, SingleLocalRankLeavesNothing) {
+  std::string job = randomJobId();
+  ShmDomain domain(options(job, 0, {0}));
+  EXPECT_EQ(jobEntries(job), std::vector<std::string>{});
+  EXPECT_EQ(domain.failedPeer(), -1);
+  domain.abort();  // nobody to ring; must not fail
+}
+
+TEST(ShmDomain, NodeSegmentStaysUntilDestructionWhenAPeerNeverConnects) {
+  std::string job = randomJobId();
+  {
+    ShmDomain domain(options(job, 0, {0, 1}));
+    EXPECT_EQ(jobEntries(job), std::vector<std::string>{"grove-" + job + "-n0"});
+  }
+  EXPECT_EQ(jobEntries(job), std::vector<std::string>{});
+}
+
+TEST(ShmDomain, RejectsBadArgumentsWithTheirNames) {
+  std::string job = randomJobId();
+  auto code = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return ErrorCode::kSuccess;
+  };
+  EXPECT_EQ(code([&] { ShmDomain d(options("bad/id", 0, {0, 1})); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code([&] { ShmDomain d(options(job, 2, {0, 1})); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code([&] { ShmDomain d(options(job, 0, {1, 0})); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code([&] {
+              ShmOptions o = options(job, 1, {0, 2});
+              o.size = 3;
+              ShmDomain d(o);
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code([&] {
+              ShmDomain d(options(job, 0, {0, 1}, {0, 4}));
+            }),
+            ErrorCode::kInvalidArgument);
+  ShmOptions o = options(job, 0, {0, 2});
+  o.size = 4;
+  o.timeout = 30ms;
+  ShmDomain domain(o);
+  EXPECT_EQ(code([&] { domain.sendFifo(1, 0); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code([&] { domain.sendFifo(4, 0); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code([&] { domain.recvFifo(2, -1); }), ErrorCode::kInvalidArgument);
+  try {
+    domain.sendFifo(2, 0);  // rank 2 never comes
+    ADD_FAILURE() << "expected a timeout";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kTimeout);
+    EXPECT_NE(std::string(e.what()).find("/grove-" + job + "-n2"), std::string::npos) << e.what();
+  }
+  // The same job id twice on one rank: the node segment exists.
+  EXPECT_EQ(code([&] { ShmDomain d(o); }), ErrorCode::kSystemError);
+}
+
+TEST(ShmDomain, GeometryMismatchIsReported) {
+  std::string job = randomJobId();
+  ShmDomain a(options(job, 0, {0, 1}, {1000, 4}));
+  ShmDomain b(options(job, 1, {0, 1}, {2000, 4}));
+  a.sendFifo(1, 0);
+  try {
+    b.recvFifo(0, 0);
+    ADD_FAILURE() << "expected a geometry mismatch";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("geometr"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace grove::transport

@@ -1,0 +1,540 @@
+// The TCP transport's TcpLinks on loopback: two ranks as threads and as fork()ed processes
+// exchanging many messages of exact bytes on several lanes both ways (zero-length and
+// full-slot ones included) over 1 and 3 sockets per peer; abort, a SIGKILLed peer, garbage
+// and silent clients on the listen port, a wrong secret, an oversized frame from an
+// authenticated peer, clean shutdown with messages in flight; and the pure parts: interface
+// selection (NCCL rules), hello checks, frame encoding, host:port parsing.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/file_store.hpp"
+#include "grove/error.hpp"
+#include "transport/tcp/handshake.hpp"
+#include "transport/tcp/interfaces.hpp"
+#include "transport/tcp/socket.hpp"
+#include "transport/tcp/tcp_links.hpp"
+#include "transport/tcp/wire.hpp"
+
+namespace grove::transport {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::seconds;
+
+/// Liveness bound of every wait below (never a timing assertion: only "it did happen").
+constexpr auto kPatience = seconds(60);
+
+struct TempDir {
+  TempDir() {
+    char pattern[] = "/tmp/grove-tcp-XXXXXX";
+    path = ::mkdtemp(pattern);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string path;
+};
+
+TcpOptions makeOptions(int rank, int size, int sockets, size_t slotBytes = 4096,
+                       std::string secret = "s3cret") {
+  TcpOptions options;
+  options.keyPrefix = "job";
+  options.rank = rank;
+  options.size = size;
+  for (int r = 0; r < size; ++r) {
+    if (r != rank) options.remoteRanks.push_back(r);
+  }
+  options.geometry = FifoGeometry{slotBytes, 4};
+  options.socketsPerPeer = sockets;
+  options.interfaces = "lo";
+  options.secret = std::move(secret);
+  options.timeout = std::chrono::milliseconds(30'000);
+  return options;
+}
+
+/// One rank: its doorbell, store and links.
+struct Rank {
+  Rank(const std::string& dir, TcpOptions options)
+      : store(dir), links(store, std::move(options), bell) {}
+  Doorbell bell;
+  bootstrap::FileStore store;
+  TcpLinks links;
+};
+
+void nap(Doorbell& bell) {
+  uint32_t sequence = prepareSleep(bell);
+  sleep(bell, sequence, std::chrono::milliseconds(1));
+  cancelSleep(bell);
+}
+
+/// Calls `attempt` until it returns non-null (or kPatience passes: null), sleeping on `bell`
+/// with the doorbell protocol in between, as the executor does.
+template <class Attempt>
+auto await(Doorbell& bell, Attempt attempt) {
+  Clock::time_point deadline = Clock::now() + kPatience;
+  for (int round = 0;; ++round) {
+    if (auto result = attempt()) return result;
+    if (Clock::now() > deadline) return decltype(attempt())(nullptr);
+    if (round < 200) continue;
+    uint32_t sequence = prepareSleep(bell);
+    if (auto result = attempt()) {
+      cancelSleep(bell);
+      return result;
+    }
+    sleep(bell, sequence, std::chrono::milliseconds(10));
+    cancelSleep(bell);
+  }
+}
+
+unsigned char patternByte(int src, int lane, int index, size_t at) {
+  return static_cast<unsigned char>(src * 131 + lane * 31 + index * 7 + at * 13 + (at >> 9));
+}
+
+size_t messageBytes(int index, size_t slotBytes) {
+  switch (index % 6) {
+    case 0:
+      return 0;
+    case 1:
+      return 1;
+    case 2:
+      return slotBytes;
+    case 3:
+      return slotBytes - 1;
+    case 4:
+      return 7;
+    default:
+      return (static_cast<size_t>(index) * 977) % slotBytes;
+  }
+}
+
+/// Sends `messages` messages to `peer` on each lane and receives as many from it, checking
+/// every byte; "" on success, else what went wrong (usable in a forked child).
+std::string exchange(Rank& rank, int self, int peer, const std::vector<int>& lanes, int messages,
+                     size_t slotBytes) {
+  std::vector<int> sent(lanes.size(), 0);
+  std::vector<int> received(lanes.size(), 0);
+  Clock::time_point deadline = Clock::now() + kPatience;
+  for (;;) {
+    bool done = true;
+    bool progress = false;
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      int lane = lanes[i];
+      if (sent[i] < messages) {
+        done = false;
+        Fifo& fifo = rank.links.sendFifo(peer, lane);
+        if (void* slot = fifo.tryAcquire()) {
+          size_t bytes = messageBytes(sent[i], slotBytes);
+          auto* out = static_cast<unsigned char*>(slot);
+          for (size_t at = 0; at < bytes; ++at) out[at] = patternByte(self, lane, sent[i], at);
+          fifo.commit(bytes);
+          ++sent[i];
+          progress = true;
+        }
+      }
+      if (received[i] < messages) {
+        done = false;
+        Fifo& fifo = rank.links.recvFifo(peer, lane);
+        size_t bytes = 0;
+        if (const void* slot = fifo.tryPeek(&bytes)) {
+          size_t expected = messageBytes(received[i], slotBytes);
+          if (bytes != expected) {
+            return "lane " + std::to_string(lane) + " message " + std::to_string(received[i]) +
+                   ": " + std::to_string(bytes) + " bytes, expected " + std::to_string(expected);
+          }
+          auto* in = static_cast<const unsigned char*>(slot);
+          for (size_t at = 0; at < bytes; ++at) {
+            if (in[at] != patternByte(peer, lane, received[i], at)) {
+              return "lane " + std::to_string(lane) + " message " + std::to_string(received[i]) +
+                     ": wrong byte at " + std::to_string(at);
+            }
+          }
+          fifo.release();
+          ++received[i];
+          progress = true;
+        }
+      }
+    }
+    if (done) return "";
+    if (rank.links.failedPeer() >= 0) {
+      return "failedPeer() = " + std::to_string(rank.links.failedPeer());
+    }
+    if (Clock::now() > deadline) return "no progress";
+    if (!progress) nap(rank.bell);
+  }
+}
+
+/// Waits until `links.failedPeer()` is not -1; returns it.
+int awaitFailure(Rank& rank) {
+  Clock::time_point deadline = Clock::now() + kPatience;
+  while (rank.links.failedPeer() < 0 && Clock::now() < deadline) nap(rank.bell);
+  return rank.links.failedPeer();
+}
+
+class TcpLinksTest : public testing::TestWithParam<int> {};
+
+TEST_P(TcpLinksTest, ThreadsExchangeExactMessagesOnSeveralLanesBothWays) {
+  TempDir dir;
+  const int sockets = GetParam();
+  const size_t slotBytes = 3000;  // not a power of two
+  const std::vector<int> lanes = {0, 1, 2, 5};
+  std::string errors[2];
+  std::thread threads[2];
+  for (int self = 0; self < 2; ++self) {
+    threads[self] = std::thread([&, self] {
+      Rank rank(dir.path, makeOptions(self, 2, sockets, slotBytes));
+      errors[self] = exchange(rank, self, 1 - self, lanes, 300, slotBytes);
+      if (errors[self].empty() && rank.links.failedPeer() != -1) errors[self] = "peer failed";
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+}
+
+TEST_P(TcpLinksTest, ForkedProcessesExchangeExactMessages) {
+  TempDir dir;
+  const int sockets = GetParam();
+  const size_t slotBytes = 4096;
+  const std::vector<int> lanes = {0, 1, 3};
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int status = 1;
+    try {
+      Rank rank(dir.path, makeOptions(1, 3, sockets, slotBytes));
+      status = exchange(rank, 1, 0, lanes, 200, slotBytes).empty() ? 0 : 2;
+    } catch (...) {
+      status = 3;
+    }
+    ::_exit(status);
+  }
+  {
+    Rank rank(dir.path, makeOptions(0, 3, sockets, slotBytes));
+    EXPECT_EQ(exchange(rank, 0, 1, lanes, 200, slotBytes), "");
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sockets, TcpLinksTest, testing::Values(1, 3),
+                         [](const auto& param) { return std::to_string(param.param) + "sockets"; });
+
+TEST(TcpLinks, AbortIsSeenByThePeerOnEitherDirection) {
+  for (bool bothWays : {true, false}) {
+    TempDir dir;
+    Rank zero(dir.path, makeOptions(0, 2, 2));
+    Rank one(dir.path, makeOptions(1, 2, 2));
+    // Rank 1 always sends to rank 0; rank 0 sends back only in the first round, so in the
+    // second the abort has to travel against the direction of the data.
+    std::thread peer([&] { EXPECT_EQ(exchange(one, 1, 0, {0}, bothWays ? 3 : 0, 4096), ""); });
+    if (bothWays) {
+      EXPECT_EQ(exchange(zero, 0, 1, {0}, 3, 4096), "");
+    }
+    peer.join();
+    Fifo& fifo = one.links.sendFifo(0, 0);
+    ASSERT_NE(fifo.tryAcquire(), nullptr);
+    fifo.commit(0);
+    size_t bytes = 1;
+    Fifo& inbox = zero.links.recvFifo(1, 0);
+    EXPECT_NE(await(zero.bell, [&] { return inbox.tryPeek(&bytes); }), nullptr);
+    EXPECT_EQ(bytes, 0u);
+    zero.links.abort();
+    EXPECT_EQ(awaitFailure(one), 0);
+    EXPECT_EQ(zero.links.failedPeer(), -1);
+  }
+}
+
+TEST(TcpLinks, KilledPeerProcessIsReported) {
+  TempDir dir;
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Rank rank(dir.path, makeOptions(1, 2, 1));
+    int status = exchange(rank, 1, 0, {0, 1}, 10, 4096).empty() ? 0 : 2;
+    if (status == 0) ::pause();
+    ::_exit(status);
+  }
+  Rank rank(dir.path, makeOptions(0, 2, 1));
+  EXPECT_EQ(exchange(rank, 0, 1, {0, 1}, 10, 4096), "");
+  EXPECT_EQ(rank.links.failedPeer(), -1);
+  Clock::time_point killed = Clock::now();
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(awaitFailure(rank), 1);
+  std::printf("failure seen %.1f ms after SIGKILL\n",
+              std::chrono::duration<double, std::milli>(Clock::now() - killed).count());
+}
+
+TEST(TcpLinks, GarbageAndSilentClientsDoNotHurtTheListener) {
+  TempDir dir;
+  Rank zero(dir.path, makeOptions(0, 2, 1));
+  auto deadline = Clock::now() + seconds(10);
+  tcp::Socket silent = tcp::dial(zero.links.address(), deadline);
+  for (int round = 0; round < 3; ++round) {
+    tcp::Socket garbage = tcp::dial(zero.links.address(), deadline);
+    std::string junk(1000, static_cast<char>('A' + round));
+    tcp::sendAll(garbage.fd(), junk.data(), junk.size(), deadline, "garbage");
+  }
+  Rank one(dir.path, makeOptions(1, 2, 1));
+  std::thread peer([&] { EXPECT_EQ(exchange(one, 1, 0, {0, 1}, 50, 4096), ""); });
+  EXPECT_EQ(exchange(zero, 0, 1, {0, 1}, 50, 4096), "");
+  peer.join();
+  EXPECT_EQ(zero.links.failedPeer(), -1);
+  EXPECT_EQ(one.links.failedPeer(), -1);
+}
+
+TEST(TcpLinks, WrongSecretIsRefused) {
+  TempDir dir;
+  Rank zero(dir.path, makeOptions(0, 2, 1, 4096, "alpha"));
+  Rank one(dir.path, makeOptions(1, 2, 1, 4096, "beta"));
+  one.links.sendFifo(0, 0);
+  EXPECT_EQ(awaitFailure(one), 0);
+  EXPECT_EQ(zero.links.failedPeer(), -1);
+}
+
+TEST(TcpLinks, DifferentSlotSizesAreRefusedByTheHello) {
+  TempDir dir;
+  Rank zero(dir.path, makeOptions(0, 2, 1, 4096));
+  Rank one(dir.path, makeOptions(1, 2, 1, 8192));
+  one.links.sendFifo(0, 0);
+  EXPECT_EQ(awaitFailure(one), 0);
+  EXPECT_EQ(zero.links.failedPeer(), -1);
+}
+
+TEST(TcpLinks, OversizedFrameFromAnAuthenticatedPeerBreaksOnlyThatPeer) {
+  TempDir dir;
+  Rank zero(dir.path, makeOptions(0, 3, 1));
+  tcp::Hello hello;
+  hello.src = 2;
+  hello.dst = 0;
+  hello.slotBytes = 4096;
+  auto deadline = Clock::now() + seconds(10);
+  tcp::Socket socket =
+      tcp::openConnection(zero.links.address(), hello, "s3cret", deadline, nullptr, [](int) {});
+  tcp::FrameHeader header;
+  header.bytes = 4097;
+  unsigned char bytes[tcp::FrameHeader::kBytes];
+  header.encode(bytes);
+  tcp::sendAll(socket.fd(), bytes, sizeof bytes, deadline, "frame");
+  EXPECT_EQ(awaitFailure(zero), 2);
+}
+
+TEST(TcpLinks, DestructionDeliversCommittedMessagesAndSaysBye) {
+  TempDir dir;
+  Rank one(dir.path, makeOptions(1, 2, 1));
+  {
+    Rank zero(dir.path, makeOptions(0, 2, 1));
+    // Committed, then destroyed at once: the connection is still being opened, and the
+    // destructor must flush the messages before it says bye.
+    for (int index = 0; index < 4; ++index) {
+      Fifo& fifo = zero.links.sendFifo(1, 0);
+      void* slot = fifo.tryAcquire();
+      ASSERT_NE(slot, nullptr);
+      std::memset(slot, index, 100);
+      fifo.commit(100);
+    }
+  }
+  Fifo& inbox = one.links.recvFifo(0, 0);
+  for (int index = 0; index < 4; ++index) {
+    size_t bytes = 0;
+    const void* slot = await(one.bell, [&] { return inbox.tryPeek(&bytes); });
+    ASSERT_NE(slot, nullptr);
+    EXPECT_EQ(bytes, 100u);
+    EXPECT_EQ(static_cast<const unsigned char*>(slot)[99], index);
+    inbox.release();
+  }
+  EXPECT_EQ(one.links.failedPeer(), -1);
+}
+
+TEST(TcpLinks, RejectsBadArguments) {
+  TempDir dir;
+  bootstrap::FileStore store(dir.path);
+  Doorbell bell;
+  TcpOptions options = makeOptions(0, 3, 1);
+  options.remoteRanks = {2};
+  TcpLinks links(store, options, bell);
+  EXPECT_EQ(links.address().rfind("127.0.0.1:", 0), 0u);
+  try {
+    links.sendFifo(1, 0);
+    ADD_FAILURE() << "peer 1 is not remote";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(error.what()).find("peer 1"), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(links.recvFifo(2, 70000), Error);
+  options.interfaces = "=no-such-interface";
+  EXPECT_THROW(TcpLinks(store, options, bell), Error);
+  options = makeOptions(0, 2, 1);
+  options.remoteRanks = {0};
+  EXPECT_THROW(TcpLinks(store, options, bell), Error);
+}
+
+TEST(TcpLinks, ThroughputOfOneStreamFor64MiB) {
+  TempDir dir;
+  const size_t slotBytes = 256 * 1024;
+  const int messages = 64 * 1024 * 1024 / slotBytes;
+  Rank zero(dir.path, makeOptions(0, 2, 1, slotBytes));
+  Rank one(dir.path, makeOptions(1, 2, 1, slotBytes));
+  Fifo& out = zero.links.sendFifo(1, 0);
+  Fifo& in = one.links.recvFifo(0, 0);
+  // Warm up the connection (and the page tables) with one full FIFO's worth.
+  std::thread receiver([&] {
+    for (int index = 0; index < messages + 4; ++index) {
+      size_t bytes = 0;
+      ASSERT_NE(await(one.bell, [&] { return in.tryPeek(&bytes); }), nullptr);
+      EXPECT_EQ(bytes, slotBytes);
+      in.release();
+    }
+  });
+  Clock::time_point start;
+  for (int index = 0; index < messages + 4; ++index) {
+    if (index == 4) start = Clock::now();
+    void* slot = await(zero.bell, [&] { return out.tryAcquire(); });
+    ASSERT_NE(slot, nullptr);
+    std::memset(slot, index, 64);
+    out.commit(slotBytes);
+  }
+  receiver.join();
+  double secondsTaken = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf("64 MiB over one loopback stream: %.2f GB/s\n",
+              messages * double(slotBytes) / secondsTaken / 1e9);
+}
+
+TEST(TcpLinks, RoundTripOfEightByteMessages) {
+  TempDir dir;
+  const int rounds = 2000;
+  Rank zero(dir.path, makeOptions(0, 2, 1));
+  Rank one(dir.path, makeOptions(1, 2, 1));
+  auto bounce = [&](Rank& rank, int peer, bool first) {
+    Fifo& out = rank.links.sendFifo(peer, 0);
+    Fifo& in = rank.links.recvFifo(peer, 0);
+    for (int round = 0; round < rounds; ++round) {
+      size_t bytes = 0;
+      if (!first) {
+        ASSERT_NE(await(rank.bell, [&] { return in.tryPeek(&bytes); }), nullptr);
+        in.release();
+      }
+      void* slot = await(rank.bell, [&] { return out.tryAcquire(); });
+      ASSERT_NE(slot, nullptr);
+      std::memcpy(slot, &round, sizeof round);
+      out.commit(8);
+      if (first) {
+        ASSERT_NE(await(rank.bell, [&] { return in.tryPeek(&bytes); }), nullptr);
+        EXPECT_EQ(bytes, 8u);
+        in.release();
+      }
+    }
+  };
+  std::thread peer([&] { bounce(one, 0, false); });
+  Clock::time_point start = Clock::now();
+  bounce(zero, 1, true);
+  double micros = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  peer.join();
+  std::printf("8-byte round trip over loopback: %.1f us\n", micros / rounds);
+}
+
+// ----- pure functions
+
+std::vector<tcp::NetInterface> sampleInterfaces() {
+  return {
+      {"lo", {"127.0.0.1", "::1"}, true, true},         {"docker0", {"172.17.0.1"}, true, false},
+      {"eth0", {"fe80::1", "fd00::2"}, true, false},    {"eth1", {"10.0.0.5"}, false, false},
+      {"ib0", {"fe80::7", "192.168.1.9"}, true, false}, {"ib1", {"fe80::9"}, true, false},
+  };
+}
+
+std::string pick(std::string_view spec, const std::vector<tcp::NetInterface>& list) {
+  auto choice = tcp::pickInterface(list, spec);
+  return choice ? choice->name + " " + choice->address : "none";
+}
+
+TEST(TcpInterfaces, PicksPerTheNcclRules) {
+  auto list = sampleInterfaces();
+  EXPECT_EQ(pick("", list), "docker0 172.17.0.1");  // first up non-loopback
+  EXPECT_EQ(pick("eth", list), "eth0 fd00::2");     // eth1 is down; link-local skipped
+  EXPECT_EQ(pick("ib", list), "ib0 192.168.1.9");   // IPv4 preferred within an interface
+  EXPECT_EQ(pick("=ib", list), "none");             // exact names only
+  EXPECT_EQ(pick("=ib1,ib0", list), "ib0 192.168.1.9");
+  EXPECT_EQ(pick("=ib1", list), "none");  // only a link-local address
+  EXPECT_EQ(pick("^docker,lo", list), "eth0 fd00::2");
+  EXPECT_EQ(pick("^=eth0,docker0", list), "lo 127.0.0.1");
+  EXPECT_EQ(pick(" lo ", list), "lo 127.0.0.1");
+  EXPECT_EQ(pick("wlan", list), "none");
+  std::vector<tcp::NetInterface> loopbackOnly = {list[0], list[3]};
+  EXPECT_EQ(pick("", loopbackOnly), "lo 127.0.0.1");
+  EXPECT_EQ(pick("", {}), "none");
+  tcp::InterfaceFilter filter = tcp::InterfaceFilter::parse("^=a, b,,c");
+  EXPECT_TRUE(filter.exclude);
+  EXPECT_TRUE(filter.exact);
+  EXPECT_EQ(filter.names, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_FALSE(filter.accepts("b"));
+  EXPECT_TRUE(filter.accepts("bb"));
+}
+
+TEST(TcpInterfaces, ThisHostHasLoopback) {
+  EXPECT_EQ(tcp::chooseInterface("lo", 0).address, "127.0.0.1");
+  EXPECT_THROW(tcp::chooseInterface("=nope0", 3), Error);
+}
+
+TEST(TcpWire, FramesAndHellosEncodeLittleEndian) {
+  tcp::FrameHeader header;
+  header.lane = 0x0102;
+  header.kind = 1;
+  header.bytes = 0x0a0b0c0d;
+  unsigned char bytes[16];
+  header.encode(bytes);
+  const unsigned char expected[16] = {0x54, 0x46, 0x52, 0x47, 0x02, 0x01, 0x01, 0x00,
+                                      0x0d, 0x0c, 0x0b, 0x0a, 0,    0,    0,    0};
+  EXPECT_EQ(std::memcmp(bytes, expected, 16), 0);
+  tcp::FrameHeader back = tcp::FrameHeader::decode(bytes);
+  EXPECT_EQ(back.lane, 0x0102);
+  EXPECT_EQ(back.bytes, 0x0a0b0c0du);
+
+  tcp::HelloPolicy policy{4, {1, 7}, 2, 4096};
+  tcp::Hello hello;
+  hello.src = 7;
+  hello.dst = 4;
+  hello.stream = 1;
+  hello.slotBytes = 4096;
+  unsigned char helloBytes[tcp::Hello::kBytes];
+  hello.encode(helloBytes);
+  tcp::Hello decoded = tcp::Hello::decode(helloBytes);
+  EXPECT_EQ(tcp::checkHello(decoded, policy), tcp::HelloStatus::kAccepted);
+  auto with = [&](auto change) {
+    tcp::Hello copy = hello;
+    change(copy);
+    return tcp::checkHello(copy, policy);
+  };
+  EXPECT_EQ(with([](auto& h) { h.version = 9; }), tcp::HelloStatus::kBadVersion);
+  EXPECT_EQ(with([](auto& h) { h.dst = 1; }), tcp::HelloStatus::kWrongDestination);
+  EXPECT_EQ(with([](auto& h) { h.src = 4; }), tcp::HelloStatus::kUnknownSource);
+  EXPECT_EQ(with([](auto& h) { h.stream = 2; }), tcp::HelloStatus::kBadStream);
+  EXPECT_EQ(with([](auto& h) { h.slotBytes = 1; }), tcp::HelloStatus::kGeometryMismatch);
+}
+
+TEST(TcpSocket, HostPortAndIpv6Loopback) {
+  EXPECT_EQ(tcp::formatHostPort("10.1.2.3", 80), "10.1.2.3:80");
+  EXPECT_EQ(tcp::formatHostPort("::1", 443), "[::1]:443");
+  EXPECT_EQ(tcp::parseHostPort("[fd00::2]:9"), (std::pair<std::string, int>{"fd00::2", 9}));
+  EXPECT_EQ(tcp::parseHostPort("host:65535").second, 65535);
+  for (const char* bad : {"", "host", "host:", ":80", "host:0", "host:70000", "[::1]80", "h:8x"}) {
+    EXPECT_THROW(tcp::parseHostPort(bad), Error) << bad;
+  }
+  auto [listener, port] = tcp::listenOn("::1");
+  auto deadline = Clock::now() + seconds(10);
+  tcp::Socket client = tcp::dial(tcp::formatHostPort("::1", port), deadline);
+  EXPECT_TRUE(client.valid());
+}
+
+}  // namespace
+}  // namespace grove::transport
