@@ -99,19 +99,24 @@ typedef struct {
  *  *version. groveInvalidArgument when version is NULL. */
 GROVE_API groveResult_t groveGetVersion(int* version);
 
-/** Makes a new unique id from the operating system's random source (getrandom).
- *
- *  For now the id is the key of an in-process rendezvous: groveCommInitRank only joins ranks
- *  that are threads of the same process. Bootstrap across processes and hosts comes later
- *  and will keep this signature. */
+/** Makes a new unique id, as ncclGetUniqueId does: starts a rendezvous store in this process
+ *  (listening on every interface, on an ephemeral port; it lives until the process exits)
+ *  and writes into the id the address other processes reach it at (the interface chosen as
+ *  GROVE_SOCKET_IFNAME says) and a fresh random job secret. Call it on one rank and hand the
+ *  id to the others (MPI_Bcast, a file, ...). */
 GROVE_API groveResult_t groveGetUniqueId(groveUniqueId* uniqueId);
 
 /** Creates rank `rank` of a communicator of `nranks` ranks named by `commId`. Collective:
- *  blocks until all nranks ranks have called it with the same id (each from its own
- *  thread), or until GROVE_TIMEOUT seconds (default 300) have passed (groveTimeout).
- *  groveInvalidArgument when comm is NULL, nranks < 1 or rank is outside [0, nranks). */
+ *  blocks until all nranks ranks (threads or processes, on this host or others) have called
+ *  it with the same id, or until GROVE_TIMEOUT seconds (default 300) have passed
+ *  (groveTimeout, naming the missing ranks). groveInvalidArgument when comm is NULL, nranks
+ *  < 1, rank is outside [0, nranks) or commId is not an id made by groveGetUniqueId. */
 GROVE_API groveResult_t groveCommInitRank(groveComm_t* comm, int nranks, groveUniqueId commId,
                                           int rank);
+
+/** Creates this process's rank from the launcher's environment (grove run, torchrun, Open
+ *  MPI, MPICH, Slurm; see docs/launchers.md), like grove::Communicator::fromEnv(). */
+GROVE_API groveResult_t groveCommInitEnv(groveComm_t* comm);
 
 /** Creates all `ndev` ranks of a communicator inside this process: comms[i] is rank i.
  *  `devlist` may be NULL; when given it holds ndev distinct non-negative labels (there are

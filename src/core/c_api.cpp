@@ -7,22 +7,28 @@
 // communicator's group with groupEndAsync() and drives all the returned Requests round-robin
 // from this one thread (without ever sleeping on one of them). That is what lets one thread run
 // every rank of a groveCommInitAll, and a ring of send/recv pairs, without deadlock.
-#include <sys/random.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bootstrap/random.hpp"
+#include "bootstrap/tcp_store.hpp"
+#include "bootstrap/unique_id.hpp"
 #include "core/c_api_internal.hpp"
 #include "core/config.hpp"
-#include "core/inproc_rendezvous.hpp"
+#include "core/process_bootstrap.hpp"
 #include "grove/types.hpp"
 #include "grove/version.hpp"
+#include "transport/tcp/interfaces.hpp"
 
 namespace grove::capi {
 namespace {
@@ -49,19 +55,6 @@ struct GroupState {
 
 thread_local std::string tLastError;
 thread_local GroupState tGroup;
-
-/// Rendezvous key of a unique id: its bytes in hex.
-std::string keyOf(const groveUniqueId& id) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string key = "grove-uid:";
-  key.reserve(key.size() + 2 * GROVE_UNIQUE_ID_BYTES);
-  for (char c : id.internal) {
-    auto byte = static_cast<unsigned char>(c);
-    key.push_back(kHex[byte >> 4]);
-    key.push_back(kHex[byte & 0xf]);
-  }
-  return key;
-}
 
 /// Records `code`/`message` as the open group's error unless it already has one.
 void noteGroupError(ErrorCode code, const std::string& message) {
@@ -180,16 +173,20 @@ groveResult_t groveGetVersion(int* version) {
 groveResult_t groveGetUniqueId(groveUniqueId* uniqueId) {
   return guarded("groveGetUniqueId", [&] {
     requireNonNull(uniqueId, "uniqueId");
-    size_t filled = 0;
-    while (filled < sizeof(uniqueId->internal)) {
-      ssize_t got = getrandom(uniqueId->internal + filled, sizeof(uniqueId->internal) - filled, 0);
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        throw Error(ErrorCode::kSystemError,
-                    std::string("getrandom failed: ") + std::strerror(errno));
-      }
-      filled += static_cast<size_t>(got);
-    }
+    grove::bootstrap::IdContents contents;
+    const char* ifname = std::getenv("GROVE_SOCKET_IFNAME");
+    contents.host =
+        grove::transport::tcp::chooseInterface(ifname != nullptr ? ifname : "", 0).address;
+    contents.secret = grove::bootstrap::randomSecret();
+    auto server = std::make_shared<grove::bootstrap::TcpStoreServer>("", 0, contents.secret);
+    contents.port = server->port();
+    std::memset(uniqueId->internal, 0, sizeof(uniqueId->internal));
+    grove::bootstrap::encodeUniqueId(contents, uniqueId->internal);
+    // The store must outlive every communicator made from this id: keep it for the process.
+    static std::mutex mutex;
+    static std::vector<std::shared_ptr<grove::bootstrap::TcpStoreServer>> servers;
+    std::lock_guard lock(mutex);
+    servers.push_back(std::move(server));
   });
 }
 
@@ -206,10 +203,31 @@ groveResult_t groveCommInitRank(groveComm_t* comm, int nranks, groveUniqueId com
                   "rank is " + std::to_string(rank) +
                       ", expected 0 <= rank < nranks = " + std::to_string(nranks));
     }
-    auto timeout = grove::detail::Config::fromEnvironment().timeout;
+    std::optional<grove::bootstrap::IdContents> id =
+        grove::bootstrap::decodeUniqueId(commId.internal);
+    if (!id) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "commId is not a grove unique id (expected the bytes groveGetUniqueId wrote)");
+    }
+    grove::bootstrap::LaunchInfo info;
+    info.rank = rank;
+    info.worldSize = nranks;
+    info.rootHost = id->host;
+    info.rootPort = id->port;
+    info.secret = id->secret;
+    info.source = "groveCommInitRank";
     auto handle = std::make_unique<groveComm>();
-    handle->comm =
-        grove::detail::joinInProcessGroup(grove::capi::keyOf(commId), nranks, rank, timeout);
+    handle->comm = grove::Communicator::fromState(grove::detail::bootstrapProcess(info, false));
+    *comm = handle.release();
+  });
+}
+
+groveResult_t groveCommInitEnv(groveComm_t* comm) {
+  return guarded("groveCommInitEnv", [&] {
+    requireNonNull(comm, "comm");
+    *comm = nullptr;
+    auto handle = std::make_unique<groveComm>();
+    handle->comm = grove::Communicator::fromEnv();
     *comm = handle.release();
   });
 }

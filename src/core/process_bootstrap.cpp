@@ -80,8 +80,9 @@ std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, b
   if (rank == 0) {
     // The launcher's job id (grove run removes /dev/shm/grove-<id>-* after the job).
     const char* launcherJob = std::getenv("GROVE_JOB_ID");
-    store->set(prefix + "job",
-               launcherJob != nullptr && *launcherJob != '\0' ? launcherJob : randomHex(8));
+    store->set(prefix + "job", launcherJob != nullptr && *launcherJob != '\0'
+                                   ? std::string(launcherJob) + "-" + randomHex(4)
+                                   : randomHex(8));
   }
 
   transport::ProcessTransportSetup setup;

@@ -5,12 +5,14 @@
 // Sleeping follows the doorbell protocol: prepareSleep, re-check every FIFO and the change
 // flag, then epoll_wait; a rank that commits or releases meanwhile rings the doorbell, which
 // writes the eventfd epoll watches, so no wake-up is lost. Before sleeping the thread polls
-// for a few microseconds, which keeps small-message latency free of wake-ups.
+// for a few microseconds (yielding the CPU between polls, for hosts with more threads than
+// cores), which saves a wake-up per message when a rank answers quickly.
 //
 // Shutdown (the TcpLinks destructor): committed messages are still sent (up to the
 // timeout), incoming data is read and dropped, then every connection gets a bye frame (or
 // an abort frame after abort()) and is closed.
 #include <fmt/format.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -25,7 +27,7 @@ namespace grove::transport::tcp {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-const auto kSpin = std::chrono::microseconds(getenv("TCPSPIN") ? atoi(getenv("TCPSPIN")) : 20);
+constexpr auto kSpin = std::chrono::microseconds(20);
 constexpr auto kFlushGrace = std::chrono::seconds(1);
 char kEventTag;
 char kListenTag;
@@ -54,6 +56,8 @@ class NetworkLoop {
         } else {
           timeoutMs = s_.stopping ? 10 : 1000;
         }
+      } else {
+        ::sched_yield();  // polling, but let the ranks run first on an oversubscribed host
       }
       int count = ::epoll_wait(s_.epoll.fd(), events, 64, timeoutMs);
       cancelSleep(s_.netBell);
