@@ -16,6 +16,8 @@
 #include <charconv>
 #include <cstring>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "grove/error.hpp"
 
@@ -171,25 +173,22 @@ UniqueFd connectWithRetry(const std::string& host, uint16_t port, Clock::time_po
 
 UniqueFd listenOn(const std::string& host, uint16_t port, uint16_t* boundPort,
                   std::string_view what, int backlog) {
-  sockaddr_storage address{};
-  socklen_t addressLength = 0;
-  int family = AF_INET6;
+  // Candidate addresses: for every interface, IPv6 dual-stack first, then plain IPv4 (for
+  // hosts where IPv6 is absent or disabled); for a named host, what it resolves to.
+  std::vector<std::pair<sockaddr_storage, socklen_t>> candidates;
   if (host.empty()) {
-    UniqueFd probe(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    family = probe.valid() ? AF_INET6 : AF_INET;
-    if (family == AF_INET6) {
-      auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
-      v6->sin6_family = AF_INET6;
-      v6->sin6_addr = in6addr_any;
-      v6->sin6_port = htons(port);
-      addressLength = sizeof(sockaddr_in6);
-    } else {
-      auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
-      v4->sin_family = AF_INET;
-      v4->sin_addr.s_addr = htonl(INADDR_ANY);
-      v4->sin_port = htons(port);
-      addressLength = sizeof(sockaddr_in);
-    }
+    sockaddr_storage v6Address{};
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&v6Address);
+    v6->sin6_family = AF_INET6;
+    v6->sin6_addr = in6addr_any;
+    v6->sin6_port = htons(port);
+    candidates.emplace_back(v6Address, sizeof(sockaddr_in6));
+    sockaddr_storage v4Address{};
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&v4Address);
+    v4->sin_family = AF_INET;
+    v4->sin_addr.s_addr = htonl(INADDR_ANY);
+    v4->sin_port = htons(port);
+    candidates.emplace_back(v4Address, sizeof(sockaddr_in));
   } else {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
@@ -202,44 +201,51 @@ UniqueFd listenOn(const std::string& host, uint16_t port, uint16_t* boundPort,
                   fmt::format("{}: cannot listen on port {} of {}: cannot resolve the host: {}",
                               what, port, host, gai_strerror(rc)));
     }
-    family = list->ai_family;
+    sockaddr_storage address{};
     std::memcpy(&address, list->ai_addr, list->ai_addrlen);
-    addressLength = list->ai_addrlen;
+    candidates.emplace_back(address, list->ai_addrlen);
     freeaddrinfo(list);
   }
 
-  UniqueFd fd(socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) {
-    throwSystem(fmt::format("{}: cannot create a socket to listen on port {}", what, port), errno);
+  int error = 0;
+  for (auto& [address, length] : candidates) {
+    UniqueFd fd(socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) {
+      error = errno;
+      continue;
+    }
+    int one = 1;
+    int zero = 0;
+    setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (address.ss_family == AF_INET6 && host.empty()) {
+      setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+    }
+    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), length) != 0) {
+      error = errno;
+      if (error == EADDRINUSE || error == EACCES) break;  // IPv4 would fail the same way.
+      continue;
+    }
+    if (::listen(fd.get(), backlog) != 0) {
+      throwSystem(fmt::format("{}: cannot listen on port {}", what, port), errno);
+    }
+    sockaddr_storage bound{};
+    socklen_t boundLength = sizeof(bound);
+    if (getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &boundLength) != 0) {
+      throwSystem(fmt::format("{}: getsockname after listening on port {}", what, port), errno);
+    }
+    if (boundPort != nullptr) {
+      *boundPort = bound.ss_family == AF_INET6
+                       ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                       : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    }
+    return fd;
   }
-  int one = 1;
-  int zero = 0;
-  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (family == AF_INET6 && host.empty()) {
-    setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-  }
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), addressLength) != 0) {
-    int error = errno;
-    std::string hint = error == EADDRINUSE
-                           ? fmt::format(" (another process is already using port {})", port)
-                           : std::string();
-    throw Error(ErrorCode::kSystemError,
-                fmt::format("{}: cannot listen on port {} of {}: {}{}", what, port,
-                            describeHost(host), errorText(error), hint));
-  }
-  if (::listen(fd.get(), backlog) != 0) {
-    throwSystem(fmt::format("{}: cannot listen on port {}", what, port), errno);
-  }
-  sockaddr_storage bound{};
-  socklen_t boundLength = sizeof(bound);
-  if (getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &boundLength) != 0) {
-    throwSystem(fmt::format("{}: getsockname after listening on port {}", what, port), errno);
-  }
-  uint16_t actual = bound.ss_family == AF_INET6
-                        ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                        : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  if (boundPort != nullptr) *boundPort = actual;
-  return fd;
+  std::string hint = error == EADDRINUSE
+                         ? fmt::format(" (another process is already using port {})", port)
+                         : std::string();
+  throw Error(ErrorCode::kSystemError,
+              fmt::format("{}: cannot listen on port {} of {}: {}{}", what, port,
+                          describeHost(host), errorText(error), hint));
 }
 
 void readExact(int fd, void* data, size_t size, Clock::time_point deadline, std::string_view what) {

@@ -349,6 +349,19 @@ TEST(TcpStore, WorksOverIpv6Loopback) {
   EXPECT_EQ(store.add("v6-counter", 9), 9);
 }
 
+TEST(TcpStore, EveryInterfaceServesIpv4AndIpv6Loopback) {
+  TcpStoreServer server("", 0, kSecret);
+  TcpStoreClient v4("127.0.0.1", server.port(), kSecret, 10s);
+  v4.set("family", "both");
+  try {
+    TcpStoreServer probe("::1", 0, kSecret);
+  } catch (const Error& error) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << error.what();
+  }
+  TcpStoreClient v6("::1", server.port(), kSecret, 10s);
+  EXPECT_EQ(v6.get("family", 1s), "both");
+}
+
 class FileStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+"""Multi-process tests of grove: ranks that are processes, started the ways users start them.
+
+Why a script: what is under test is processes — a launcher's environment variables, the
+rendezvous store served by rank 0, shared memory between address spaces, TCP, exit statuses,
+and what is left behind in /dev/shm and the process table — so each case starts real
+processes of process_check (or `grove perf`) and watches them from the outside. Each case is
+one CTest test; its TIMEOUT and GROVE_TIMEOUT are the only clocks (nothing here asserts how long
+anything took). Exit status 0 = pass, 1 = fail, 77 = skipped.
+
+Every process a case starts carries GROVE_PROC_TEST_MARKER=<unique> in its environment; after
+the case, no process with that marker may remain (those found are killed: they are ours), and
+no /dev/shm/grove-<job>-* entry of the case's job may remain.
+
+Usage:
+  process_test.py --grove GROVE --check PROCESS_CHECK CASE ARGS...
+    check N [--tcp]           grove run -n N -- process_check
+    perf N COLLECTIVE FLAGS   grove run -n N -- grove perf COLLECTIVE -t 1 ... FLAGS
+    launcher NAME N           N processes with NAME's variables (torchrun openmpi mpich slurm)
+    mpirun NAME N             the real mpirun.openmpi / mpirun.mpich, skipped if not installed
+    bad CASE                  wrong_secret missing_rank duplicate_rank world_size_mismatch
+                              port_in_use
+"""
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+SKIP = 77
+MARKER = "grove-proc-test-%d-%06d" % (os.getpid(), random.randrange(10**6))
+JOB = "ptest%d%06d" % (os.getpid(), random.randrange(10**6))
+OK_LINE = re.compile(r"^rank (\d+) ok: (\d+) ranks, transport (\S+), (\d+) checks, job (\S+)$")
+# Variables of every launcher grove reads: removed from the inherited environment so that the
+# test's own variables alone decide who each process is.
+LAUNCHER_VARS = re.compile(r"^(GROVE_(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_SIZE|LOCAL_WORLD_SIZE|ROOT|"
+                           r"SECRET|JOB_ID|TRANSPORT|STORE|HOST_ID)|RANK|WORLD_SIZE|LOCAL_RANK|"
+                           r"LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|OMPI_.*|PMI_.*|PMIX_.*|"
+                           r"MPI_LOCALRANKID|MPI_LOCALNRANKS|SLURM_.*)$")
+
+GROVE = None
+CHECK = None
+failures = []
+
+
+def fail(message):
+    failures.append(message)
+    sys.stderr.write("process_test: FAIL: %s\n" % message)
+
+
+def base_env(extra=None, timeout=60):
+    env = {k: v for k, v in os.environ.items() if not LAUNCHER_VARS.match(k)}
+    env["GROVE_PROC_TEST_MARKER"] = MARKER
+    env["GROVE_TIMEOUT"] = str(timeout)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def show(name, out, err):
+    sys.stderr.write("--- %s stdout\n%s--- %s stderr\n%s" % (name, out, name, err))
+
+
+# ---- what a case leaves behind -------------------------------------------------------------
+
+def marked_processes():
+    """Pids of processes whose environment holds this run's marker."""
+    needle = ("GROVE_PROC_TEST_MARKER=%s\0" % MARKER).encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/environ" % entry, "rb") as f:
+                if needle in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def check_leftovers(jobs):
+    for _ in range(100):  # a process reaped by its parent a moment later is not a leftover
+        left = marked_processes()
+        if not left:
+            break
+        time.sleep(0.05)
+    else:
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        fail("processes left behind: %s" % left)
+    for job in jobs:
+        prefix = "grove-%s-" % job
+        entries = [e for e in os.listdir("/dev/shm") if e.startswith(prefix)]
+        if entries:
+            for e in entries:
+                try:
+                    os.unlink(os.path.join("/dev/shm", e))
+                except OSError:
+                    pass
+            fail("/dev/shm entries of job %s left behind: %s" % (job, sorted(entries)))
+
+
+# ---- processes started by hand ---------------------------------------------------------------
+
+class Rank:
+    def __init__(self, name, env, argv=None):
+        self.name = name
+        self.proc = subprocess.Popen(argv or [CHECK], env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.out = self.err = ""
+        self.status = None
+
+
+def wait_all(ranks, limit):
+    """Waits for every rank until `limit` seconds from now; a rank still running then hangs."""
+    deadline = time.monotonic() + limit
+    for r in ranks:
+        try:
+            r.out, r.err = r.proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            r.status = r.proc.returncode
+        except subprocess.TimeoutExpired:
+            r.proc.kill()
+            r.out, r.err = r.proc.communicate()
+            r.status = None
+            fail("%s still running %d s after the start: it hangs" % (r.name, limit))
+
+
+def expect_ok(ranks, expected):
+    """`expected` maps a Rank to (its rank, the world size)."""
+    for r in ranks:
+        rank, size = expected[r]
+        lines = [l for l in r.out.splitlines() if l.startswith("rank ")]
+        m = OK_LINE.match(lines[0]) if len(lines) == 1 else None
+        if r.status != 0 or m is None or int(m.group(1)) != rank or int(m.group(2)) != size:
+            show(r.name, r.out, r.err)
+            fail("%s: exit status %s, expected 0 and one line 'rank %d ok: %d ranks ...'"
+                 % (r.name, r.status, rank, size))
+
+
+def launch_by_hand(envs, timeout):
+    ranks = [Rank(name, base_env(env, timeout)) for name, env in envs]
+    wait_all(ranks, 3 * timeout + 60)
+    return ranks
+
+
+# ---- cases ------------------------------------------------------------------------------------
+
+def case_check(args):
+    n = int(args[0])
+    tcp = "--tcp" in args[1:]
+    env = base_env({"GROVE_TRANSPORT": "tcp"} if tcp else None)
+    proc = subprocess.run([GROVE, "run", "-n", str(n), "--", CHECK], env=env, text=True,
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=280)
+    lines = [OK_LINE.match(l) for l in proc.stdout.splitlines()]
+    ranks = sorted(int(m.group(1)) for m in lines if m)
+    jobs = {m.group(5) for m in lines if m}
+    transports = {m.group(3) for m in lines if m}
+    want_transport = "tcp" if tcp else "shm"
+    if proc.returncode != 0 or ranks != list(range(n)) or len(jobs) != 1:
+        show("grove run", proc.stdout, proc.stderr)
+        fail("grove run -n %d process_check: exit status %d, ok lines from ranks %s"
+             % (n, proc.returncode, ranks))
+    elif transports != {want_transport}:
+        show("grove run", proc.stdout, proc.stderr)
+        fail("transports %s, expected %s" % (sorted(transports), want_transport))
+    check_leftovers(jobs)
+
+
+def case_perf(args):
+    n, collective, flags = int(args[0]), args[1], args[2:]
+    # Rank 0 says the job id on stderr, then becomes grove perf.
+    announce = 'if [ "$GROVE_RANK" = 0 ]; then echo "job $GROVE_JOB_ID" >&2; fi; exec "$0" "$@"'
+    argv = [GROVE, "run", "-n", str(n), "--", "sh", "-c", announce, GROVE, "perf", collective,
+            "-t", "1", "-b", "8", "-e", "256K", "-f", "8", "-n", "2", "-w", "1"] + flags
+    proc = subprocess.run(argv, env=base_env(), text=True, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=280)
+    jobs = set(re.findall(r"^job (\S+)$", proc.stderr, re.M))
+    rows = [l.split() for l in proc.stdout.splitlines() if l.strip() and not l.startswith("#")]
+    rank_lines = re.findall(r"^#\s+Rank\s+(\d+) .* transport (\S+)$", proc.stdout, re.M)
+    problems = []
+    if proc.returncode != 0:
+        problems.append("exit status %d" % proc.returncode)
+    if "# Out of bounds values : 0 OK" not in proc.stdout:
+        problems.append("no '# Out of bounds values : 0 OK' line")
+    if sorted(int(r) for r, _ in rank_lines) != list(range(n)):
+        problems.append("rank lines %s" % rank_lines)
+    if {t for _, t in rank_lines} != {"shm"}:
+        problems.append("transports %s, expected shm" % sorted({t for _, t in rank_lines}))
+    if not rows or any(len(r) != 13 or r[8] != "0" or r[12] != "0" for r in rows):
+        problems.append("a row with a wrong value or of the wrong shape (or no rows)")
+    types = flags[flags.index("-d") + 1] if "-d" in flags else "float"
+    if types == "all" and len({r[2] for r in rows if len(r) == 13}) != 10:
+        problems.append("types in the rows: %s" % sorted({r[2] for r in rows}))
+    if len(jobs) != 1:
+        problems.append("rank 0 did not say its job id")
+    if problems:
+        show("grove run ... grove perf", proc.stdout, proc.stderr)
+        fail("grove perf %s with %d processes: %s" % (collective, n, "; ".join(problems)))
+    check_leftovers(jobs)
+
+
+def launcher_env(name, rank, size, port):
+    root = "127.0.0.1:%d" % port
+    if name == "torchrun":
+        return {"RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(rank),
+                "LOCAL_WORLD_SIZE": str(size), "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(port)}
+    if name == "openmpi":
+        return {"OMPI_COMM_WORLD_RANK": str(rank), "OMPI_COMM_WORLD_SIZE": str(size),
+                "OMPI_COMM_WORLD_LOCAL_RANK": str(rank), "OMPI_COMM_WORLD_LOCAL_SIZE": str(size),
+                "GROVE_ROOT": root}
+    if name == "mpich":
+        return {"PMI_RANK": str(rank), "PMI_SIZE": str(size), "GROVE_ROOT": root}
+    if name == "slurm":
+        return {"SLURM_PROCID": str(rank), "SLURM_NTASKS": str(size), "SLURM_LOCALID": str(rank),
+                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    raise SystemExit("process_test: unknown launcher %r" % name)
+
+
+def case_launcher(args):
+    name, n = args[0], int(args[1])
+    port = free_port()
+    envs = []
+    for rank in range(n):
+        env = launcher_env(name, rank, n, port)
+        env["GROVE_JOB_ID"] = JOB
+        envs.append(("%s rank %d" % (name, rank), env))
+    ranks = launch_by_hand(envs, 60)
+    expect_ok(ranks, {r: (i, n) for i, r in enumerate(ranks)})
+    check_leftovers([JOB])
+
+
+def case_mpirun(args):
+    name, n = args[0], int(args[1])
+    exe = "mpirun." + name
+    if shutil.which(exe) is None:
+        print("process_test: %s is not installed: skipped" % exe)
+        sys.exit(SKIP)
+    root = "127.0.0.1:%d" % free_port()
+    if name == "openmpi":
+        argv = [exe, "--allow-run-as-root", "--oversubscribe", "-np", str(n),
+                "-x", "GROVE_ROOT=" + root, "-x", "GROVE_JOB_ID=" + JOB,
+                "-x", "GROVE_PROC_TEST_MARKER", "-x", "GROVE_TIMEOUT", CHECK]
+    else:
+        argv = [exe, "-np", str(n), "-env", "GROVE_ROOT", root, "-env", "GROVE_JOB_ID", JOB, CHECK]
+    proc = subprocess.run(argv, env=base_env(), text=True, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=280)
+    ranks = sorted(int(m.group(1)) for m in map(OK_LINE.match, proc.stdout.splitlines()) if m)
+    if proc.returncode != 0 or ranks != list(range(n)):
+        show(exe, proc.stdout, proc.stderr)
+        fail("%s -np %d process_check: exit status %d, ok lines from ranks %s"
+             % (exe, n, proc.returncode, ranks))
+    check_leftovers([JOB])
+
+
+def grove_env(rank, size, port, secret="s3cret-of-the-test", job=JOB):
+    return {"GROVE_RANK": str(rank), "GROVE_WORLD_SIZE": str(size),
+            "GROVE_ROOT": "127.0.0.1:%d" % port, "GROVE_SECRET": secret, "GROVE_JOB_ID": job}
+
+
+def expect_failures(ranks, regexes, what):
+    """Every rank must exit non-zero; rank i's stderr must match regexes[i] (None: anything)."""
+    for r, regex in zip(ranks, regexes):
+        if r.status is None:
+            continue  # already reported as a hang
+        if r.status == 0:
+            show(r.name, r.out, r.err)
+            fail("%s: %s exited with status 0, expected a failure" % (what, r.name))
+        elif regex is not None and not re.search(regex, r.err):
+            show(r.name, r.out, r.err)
+            fail("%s: %s's error does not match %r" % (what, r.name, regex))
+
+
+def case_bad(args):
+    case = args[0]
+    port = free_port()
+    if case == "wrong_secret":
+        envs = [("rank %d" % r, grove_env(r, 3, port)) for r in range(3)]
+        envs[1] = ("rank 1 (wrong secret)", grove_env(1, 3, port, secret="not-the-secret"))
+        ranks = launch_by_hand(envs, 10)
+        expect_failures(ranks, [r"(?i)secret"] * 3, "a wrong GROVE_SECRET on rank 1")
+    elif case == "missing_rank":
+        envs = [("rank %d" % r, grove_env(r, 3, port)) for r in range(2)]
+        ranks = launch_by_hand(envs, 5)
+        expect_failures(ranks, [r"\b2\b[^\n]*(did not arrive|missing|never)"] * 2,
+                        "rank 2 of 3 never started")
+    elif case == "duplicate_rank":
+        claimed = r"(?i)claimed|twice|two processes|duplicate"
+        # Ranks 0, 1, 1 of 3: nobody can finish; the second rank 1 must say why.
+        envs = [("rank 0", grove_env(0, 3, port)), ("rank 1 (first)", grove_env(1, 3, port)),
+                ("rank 1 (second)", grove_env(1, 3, port))]
+        ranks = launch_by_hand(envs, 10)
+        expect_failures(ranks, [None] * 3, "ranks 0, 1, 1 of 3")
+        if not any(re.search(claimed, r.err) for r in ranks[1:]):
+            fail("ranks 0, 1, 1 of 3: no rank 1 says the rank was claimed twice")
+        # Ranks 0, 1, 2 and a second 1 of 3: the intruder must fail naming the claim; the
+        # others may finish or fail, but none may hang.
+        port = free_port()
+        job = JOB + "b"
+        envs = [("rank %d" % r, grove_env(r, 3, port, job=job)) for r in range(3)]
+        envs.append(("rank 1 (second)", grove_env(1, 3, port, job=job)))
+        more = launch_by_hand(envs, 10)
+        rank1 = [more[1], more[3]]
+        if not any(r.status not in (0, None) and re.search(claimed, r.err) for r in rank1):
+            for r in more:
+                show(r.name, r.out, r.err)
+            fail("ranks 0, 1, 2, 1 of 3: no rank 1 failed saying the rank was claimed twice")
+        check_leftovers([job])
+    elif case == "world_size_mismatch":
+        envs = [("rank 0 (size 3)", grove_env(0, 3, port)),
+                ("rank 1 (size 3)", grove_env(1, 3, port)),
+                ("rank 2 (size 4)", grove_env(2, 4, port))]
+        ranks = launch_by_hand(envs, 10)
+        expect_failures(ranks, [r"(?i)world size"] * 3, "world sizes 3, 3, 4")
+    elif case == "port_in_use":
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+            busy.bind(("0.0.0.0", 0))
+            busy.listen(16)
+            port = busy.getsockname()[1]
+            envs = [("rank %d" % r, grove_env(r, 2, port)) for r in range(2)]
+            ranks = launch_by_hand(envs, 5)
+        expect_failures(ranks, [r"(?i)\b%d\b.*(in use|EADDRINUSE)|(in use|EADDRINUSE).*\b%d\b"
+                                % (port, port), None], "rank 0's port already in use")
+    else:
+        raise SystemExit("process_test: unknown bad-input case %r" % case)
+    check_leftovers([JOB])
+
+
+def main():
+    global GROVE, CHECK
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--grove", required=True)
+    parser.add_argument("--check", required=True)
+    parser.add_argument("case", choices=["check", "perf", "launcher", "mpirun", "bad"])
+    parser.add_argument("args", nargs=argparse.REMAINDER)
+    options = parser.parse_args()
+    GROVE, CHECK = os.path.abspath(options.grove), os.path.abspath(options.check)
+    try:
+        globals()["case_" + options.case](options.args)
+    except subprocess.TimeoutExpired as e:
+        fail("%s did not finish within %s s" % (e.cmd[:3], e.timeout))
+        check_leftovers([JOB])
+    if failures:
+        sys.stderr.write("process_test: %d failure(s)\n" % len(failures))
+        return 1
+    print("process_test: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
