@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "bootstrap/launch.hpp"
 #include "command.hpp"
 #include "grove/error.hpp"
 #include "grove/types.hpp"
@@ -111,6 +112,8 @@ perf::Options validate(const PerfArgs& args, bool stepFactorGiven) {
   o.warmupIters = args.warmupIters;
   o.check = args.check;
   o.nranks = args.nthreads;
+  const bool launched =
+      bootstrap::detectLaunch([](const char* name) { return std::getenv(name); }).has_value();
   o.combine = static_cast<perf::TimeCombine>(args.average);
   o.blocking = args.blocking;
   if (args.registered != 0) {
@@ -119,7 +122,9 @@ perf::Options validate(const PerfArgs& args, bool stepFactorGiven) {
                     "register buffers yet)",
                     args.registered));
   }
-  if (perf::hasRoot(o.collective) && (args.root < 0 || args.root >= o.nranks)) {
+  // Under a launcher the rank count is the job's, known once the communicator exists; the
+  // runner checks the root then.
+  if (perf::hasRoot(o.collective) && (args.root < 0 || (args.root >= o.nranks && !launched))) {
     reject(
         fmt::format("-r/--root: {} is out of range for {} with {} ranks (expected 0 <= root < {})",
                     args.root, toString(o.collective), o.nranks, o.nranks));

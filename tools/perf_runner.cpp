@@ -360,10 +360,20 @@ std::vector<RankLine> rankLines(std::vector<Communicator>& comms, bool launched)
 
 }  // namespace
 
-int runPerf(const Options& options, std::FILE* out) {
+int runPerf(const Options& requested, std::FILE* out) {
   const bool launched =
       bootstrap::detectLaunch([](const char* name) { return std::getenv(name); }).has_value();
-  std::vector<Communicator> comms = makeCommunicators(options, launched);
+  std::vector<Communicator> comms = makeCommunicators(requested, launched);
+  // Under a launcher every size and count is computed for the job's rank count.
+  Options options = requested;
+  options.nranks = launched ? comms.front().size() : requested.nranks;
+  if (hasRoot(options.collective) && options.root >= options.nranks) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("-r/--root: {} is out of range for {} with {} ranks (expected 0 <= "
+                    "root < {})",
+                    options.root, toString(options.collective), options.nranks, options.nranks));
+  }
   std::vector<RankLine> lines = rankLines(comms, launched);
   // In a multi-process job only rank 0 reports, as nccl-tests does.
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> quiet(nullptr, &std::fclose);
@@ -396,8 +406,9 @@ int runPerf(const Options& options, std::FILE* out) {
 
   const Summary summary = summarize(shared.rows);
   printFooter(out, summary);
-  if (!options.jsonPath.empty() && out != quiet.get())
+  if (!options.jsonPath.empty() && out != quiet.get()) {
     writeJson(options.jsonPath, toJson(options, shared.rows, summary));
+  }
   return summary.wrong == 0 ? 0 : 1;
 }
 

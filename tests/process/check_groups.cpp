@@ -47,8 +47,8 @@ Layout sendLayout(int p, int n, size_t scale, bool reversed) {
   return layout(std::move(counts), reversed);
 }
 
-void checkAllToAllv(Communicator& comm, Checker& check, DataType type, size_t scale,
-                    bool reversed, int salt) {
+void checkAllToAllv(Communicator& comm, Checker& check, DataType type, size_t scale, bool reversed,
+                    int salt) {
   const int n = comm.size();
   const int me = comm.rank();
   const size_t esize = dataTypeSize(type);
@@ -98,8 +98,8 @@ void checkRing(Communicator& comm, Checker& check, DataType type, size_t count, 
   comm.send(toPrev.data(), count, type, prev);
   comm.recv(fromNext.data(), count, type, next);
   comm.groupEnd();
-  check.bytes(check.step + ": from the left", fromPrev.data(),
-              pattern(prev, 0, bytes, salt).data(), bytes);
+  check.bytes(check.step + ": from the left", fromPrev.data(), pattern(prev, 0, bytes, salt).data(),
+              bytes);
   check.bytes(check.step + ": from the right", fromNext.data(),
               pattern(next, 0, bytes, salt + 1).data(), bytes);
   for (const GuardedBuffer* b : {&toNext, &toPrev, &fromPrev, &fromNext}) {
@@ -237,7 +237,8 @@ void checkGroups(Communicator& comm, Checker& check) {
   int salt = 7;
   for (DataType type : {DataType::kInt32, DataType::kInt8}) {
     for (size_t scale : {size_t{1}, size_t{100}, size_t{20000}}) {
-      for (bool reversed : {false, true}) checkAllToAllv(comm, check, type, scale, reversed, salt++);
+      for (bool reversed : {false, true})
+        checkAllToAllv(comm, check, type, scale, reversed, salt++);
     }
   }
   for (size_t count : {size_t{0}, size_t{1}, size_t{1031}, size_t{300007}}) {

@@ -17,8 +17,8 @@ namespace {
 constexpr size_t kCounts[] = {0, 1, 1031};
 constexpr size_t kLargeCount = 200003;  // several 256 KiB slots for 4- and 8-byte types
 
-std::string describe(const char* collective, DataType type, ReduceOp op, size_t count,
-                     bool inPlace, int root = -1) {
+std::string describe(const char* collective, DataType type, ReduceOp op, size_t count, bool inPlace,
+                     int root = -1) {
   std::string s = std::string(collective) + " " + std::string(toString(type)) + " " +
                   std::string(toString(op)) + " count " + std::to_string(count) +
                   (inPlace ? " in place" : " out of place");

@@ -18,8 +18,7 @@
 
 namespace grove::proc {
 
-void Checker::bytes(const std::string& what, const uint8_t* got, const uint8_t* want,
-                    size_t size) {
+void Checker::bytes(const std::string& what, const uint8_t* got, const uint8_t* want, size_t size) {
   ++checks_;
   for (size_t i = 0; i < size; ++i) {
     if (got[i] != want[i]) {
@@ -85,8 +84,7 @@ double reductionValue(int rank, size_t i, ReduceOp op, int salt) {
   return static_cast<double>((r * 5 + i * 3 + s) % 7) - 3;
 }
 
-std::vector<uint8_t> reductionInput(int rank, size_t count, DataType type, ReduceOp op,
-                                    int salt) {
+std::vector<uint8_t> reductionInput(int rank, size_t count, DataType type, ReduceOp op, int salt) {
   std::vector<uint8_t> out(count * dataTypeSize(type));
   for (size_t i = 0; i < count; ++i) {
     test::storeElement(out.data(), i, type, reductionValue(rank, i, op, salt));
@@ -135,8 +133,8 @@ int main() {
     return 1;
   }
   const char* job = std::getenv("GROVE_JOB_ID");
-  std::printf("rank %d ok: %d ranks, transport %s, %lld checks, job %s\n", comm.rank(),
-              comm.size(), std::string(comm.state().transport().name()).c_str(), check.checks(),
+  std::printf("rank %d ok: %d ranks, transport %s, %lld checks, job %s\n", comm.rank(), comm.size(),
+              std::string(comm.state().transport().name()).c_str(), check.checks(),
               job != nullptr && *job != '\0' ? job : "-");
   return 0;
 }
