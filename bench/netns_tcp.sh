@@ -32,8 +32,9 @@ fi
 netns_reap_stale
 prefix=$(netns_prefix)
 work=$(mktemp -d "${TMPDIR:-/tmp}/grove-netns-bench.XXXXXX")
+# shellcheck disable=SC2317  # called by netns_cleanup
 netns_cleanup_hook() { rm -rf "$work"; }
-netns_up 2 "$prefix" ${NETNS_RATE:-} || exit 1
+netns_up 2 "$prefix" "${NETNS_RATE:-}" || exit 1
 
 # The receiver times from the first byte to EOF, so connection set-up does not count.
 cat >"$work/recv.py" <<'EOF'

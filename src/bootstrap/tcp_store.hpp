@@ -21,6 +21,10 @@
 
 namespace grove::bootstrap {
 
+/// Key under which the server records the connections it refused (failed authentication),
+/// so ranks waiting for a peer that never arrives can tell the user why.
+inline constexpr std::string_view kRefusedConnectionsKey = "store/refused";
+
 /// Serves a Store over TCP from a background thread, from construction until destruction.
 class TcpStoreServer {
  public:

@@ -239,6 +239,13 @@ bool TcpStoreServer::Impl::advanceHandshake(Connection& c) {
     return flush(c);
   } catch (const Error& error) {
     log::warn(-1, "{}; closing the connection", error.what());
+    // Ranks waiting for a peer that never arrives can then say why it did not.
+    std::string& refused = values[std::string(kRefusedConnectionsKey)];
+    if (refused.size() < 4096) {
+      refused += fmt::format("{}{} (connection from {})", refused.empty() ? "" : "; ", error.what(),
+                             c.peer);
+    }
+    wakeWaiters(std::string(kRefusedConnectionsKey));
     const std::string& refusal = c.handshake->output();
     if (!refusal.empty()) {
       (void)::send(c.fd.get(), refusal.data(), refusal.size(), MSG_DONTWAIT | MSG_NOSIGNAL);

@@ -6,8 +6,10 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 #include "bootstrap/random.hpp"
+#include "bootstrap/rendezvous.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "core/comm_state.hpp"
 #include "core/log.hpp"
@@ -55,20 +57,16 @@ std::string hostIdentity() {
   return fmt::format("{}/{}/net:{}", host, boot, static_cast<unsigned long long>(netns.st_ino));
 }
 
-std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, bool serveStore) {
-  Config config = Config::fromEnvironment();
+namespace {
+
+// Everything after the store connection: claim the rank, learn who lives where, connect.
+std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config& config,
+                                std::shared_ptr<bootstrap::Store> store,
+                                bootstrap::Rendezvous& rendezvous, std::shared_ptr<void> server) {
   const int rank = info.rank;
   const int size = info.worldSize;
-  std::shared_ptr<void> server;
-  if (serveStore) {
-    server = std::make_shared<bootstrap::TcpStoreServer>("", info.rootPort, info.secret);
-  }
-  auto store = std::make_shared<bootstrap::TcpStoreClient>(info.rootHost, info.rootPort,
-                                                           info.secret, config.timeout);
   const std::string prefix = "grove/";
-
-  // Claim the rank: a second process with the same rank number is an error on both.
-  std::string token = randomHex(8);
+  // Claim the rank: a second process with the same rank number is an error.
   if (store->add(fmt::format("{}claim/{}", prefix, rank), 1) != 1) {
     throw Error(ErrorCode::kInvalidUsage,
                 fmt::format("grove init: rank {} of {} was claimed by two processes (check the "
@@ -76,7 +74,7 @@ std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, b
                             rank, size, info.source));
   }
   store->set(fmt::format("{}rank/{}", prefix, rank),
-             fmt::format("{}|{}|{}", size, token, hostIdentity()));
+             fmt::format("{}|{}|{}", size, randomHex(8), hostIdentity()));
   if (rank == 0) {
     // The launcher's job id (grove run removes /dev/shm/grove-<id>-* after the job).
     const char* launcherJob = std::getenv("GROVE_JOB_ID");
@@ -92,41 +90,26 @@ std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, b
   setup.timeout = config.timeout;
   setup.geometry = {config.slotBytes, config.fifoDepth};
   setup.store = store;
-  setup.keepAlive = server;
+  setup.keepAlive = std::move(server);
   const char* forced = std::getenv("GROVE_TRANSPORT");
   setup.forceTcp = forced != nullptr && std::string_view(forced) == "tcp";
-  if (const char* nsocks = std::getenv("GROVE_NSOCKS"))
+  if (const char* nsocks = std::getenv("GROVE_NSOCKS")) {
     setup.tcp.socketsPerPeer = std::atoi(nsocks);
+  }
   if (setup.tcp.socketsPerPeer < 1 || setup.tcp.socketsPerPeer > 64) {
     throw Error(ErrorCode::kInvalidArgument, "grove: GROVE_NSOCKS must be in 1..64");
   }
   if (const char* ifname = std::getenv("GROVE_SOCKET_IFNAME")) setup.tcp.interfaces = ifname;
   setup.tcp.secret = info.secret;
-  setup.jobId = store->get(prefix + "job", config.timeout);
-
+  setup.jobId = rendezvous.await("job", "rank 0");
   for (int q = 0; q < size; ++q) {
-    std::string text;
-    try {
-      text = store->get(fmt::format("{}rank/{}", prefix, q), config.timeout);
-    } catch (const Error& error) {
-      if (error.code() != ErrorCode::kTimeout) throw;
-      std::string missing;
-      for (int m = q; m < size; ++m) {
-        if (!store->check(fmt::format("{}rank/{}", prefix, m))) {
-          missing += (missing.empty() ? "" : ", ") + std::to_string(m);
-        }
-      }
-      throw Error(
-          ErrorCode::kTimeout,
-          fmt::format("grove init (rank {} of {}): ranks {} did not arrive within {} s", rank, size,
-                      missing,
-                      std::chrono::duration_cast<std::chrono::seconds>(config.timeout).count()));
-    }
-    Announcement a = parseAnnouncement(text, q);
+    Announcement a = parseAnnouncement(
+        rendezvous.await(fmt::format("rank/{}", q), fmt::format("rank {}", q)), q);
     if (a.worldSize != size) {
       throw Error(ErrorCode::kInvalidUsage,
-                  fmt::format("grove init (rank {}): world size {} disagrees with rank {}'s {}",
-                              rank, size, q, a.worldSize));
+                  fmt::format("grove init: world size {} of rank {} disagrees with world size {} "
+                              "of rank {}",
+                              size, rank, a.worldSize, q));
     }
     setup.hostIds.push_back(a.host);
   }
@@ -134,6 +117,27 @@ std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, b
             info.rootHost, info.rootPort, setup.jobId);
   auto transport = std::make_unique<transport::ProcessTransport>(std::move(setup));
   return std::make_shared<CommState>(std::move(transport), config);
+}
+
+}  // namespace
+
+std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, bool serveStore) {
+  Config config = Config::fromEnvironment();
+  std::shared_ptr<void> server;
+  if (serveStore) {
+    server = std::make_shared<bootstrap::TcpStoreServer>("", info.rootPort, info.secret);
+  }
+  auto store = std::make_shared<bootstrap::TcpStoreClient>(info.rootHost, info.rootPort,
+                                                           info.secret, config.timeout);
+  bootstrap::Rendezvous rendezvous(*store, "grove/", info.rank, info.worldSize, config.timeout);
+  try {
+    return join(info, config, store, rendezvous, server);
+  } catch (const Error& error) {
+    rendezvous.publishFailure(error.what());
+    // The store lives in this process: keep it up a moment so the others read why.
+    if (server) std::this_thread::sleep_for(std::chrono::seconds(1));
+    throw;
+  }
 }
 
 }  // namespace grove::detail

@@ -83,16 +83,16 @@ netns_list() {
 # Kills every process inside namespace NS (TERM, then KILL after a grace period) and deletes
 # it. Only for namespaces this harness created: whatever runs there was started by us.
 netns__delete() {
-  local ns=$1 pids tries
-  pids=$(ip netns pids "$ns" 2>/dev/null)
-  if [[ -n $pids ]]; then
-    kill -TERM $pids 2>/dev/null
-    for tries in 1 2 3 4 5 6 7 8 9 10; do
-      pids=$(ip netns pids "$ns" 2>/dev/null)
-      [[ -z $pids ]] && break
+  local ns=$1 pids _
+  mapfile -t pids < <(ip netns pids "$ns" 2>/dev/null)
+  if ((${#pids[@]})); then
+    kill -TERM "${pids[@]}" 2>/dev/null
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+      mapfile -t pids < <(ip netns pids "$ns" 2>/dev/null)
+      ((${#pids[@]})) || break
       sleep 0.2
     done
-    [[ -n $pids ]] && kill -KILL $pids 2>/dev/null
+    ((${#pids[@]})) && kill -KILL "${pids[@]}" 2>/dev/null
   fi
   ip netns del "$ns" 2>/dev/null
 }
@@ -118,13 +118,13 @@ netns_reap_stale() {
 
 # Stops every process started by netns_spawn, then deletes every namespace this shell created.
 netns_cleanup() {
-  local pid alive=() tries
+  local pid alive=() _
   for pid in "${NETNS_PIDS[@]}"; do
     kill -0 "$pid" 2>/dev/null && alive+=("$pid")
   done
   if ((${#alive[@]})); then
     kill -TERM "${alive[@]}" 2>/dev/null
-    for tries in 1 2 3 4 5 6 7 8 9 10; do
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
       local still=()
       for pid in "${alive[@]}"; do kill -0 "$pid" 2>/dev/null && still+=("$pid"); done
       alive=("${still[@]}")

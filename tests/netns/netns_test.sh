@@ -43,6 +43,7 @@ netns_reap_stale
 
 prefix=$(netns_prefix)
 work=$(mktemp -d "${TMPDIR:-/tmp}/grove-netns.XXXXXX")
+# shellcheck disable=SC2317  # called by netns_cleanup
 netns_cleanup_hook() { rm -rf "$work"; }
 failures=0
 jobs_run=0
@@ -179,8 +180,8 @@ harness_case() {
   netns_spawn "$prefix" 1 "$work/listen.out" "$work/listen.err" python3 -c '
 import socket
 s = socket.create_server(("198.18.0.2", 29400)); c, a = s.accept(); print("from", a[0])'
-  local listener=$NETNS_LAST_PID tries
-  for tries in $(seq 50); do
+  local listener=$NETNS_LAST_PID _
+  for _ in $(seq 50); do
     netns_run "$prefix" 0 python3 -c '
 import socket; socket.create_connection(("198.18.0.2", 29400), timeout=1)' 2>/dev/null && break
     sleep 0.1
@@ -211,7 +212,7 @@ import socket; socket.create_connection(("198.18.0.2", 29400), timeout=1)' 2>/de
     netns_spawn "$(netns_prefix)" 2 /dev/null /dev/null sleep 300
     echo "${NETNS_PIDS[*]}"; wait' _ "$here/netns.sh" >"$work/term.out" 2>"$work/term.err" &
   local shell=$!
-  for tries in $(seq 100); do
+  for _ in $(seq 100); do
     [[ -s $work/term.out ]] && break
     sleep 0.1
   done

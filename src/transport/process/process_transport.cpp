@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "bootstrap/rendezvous.hpp"
 #include "core/log.hpp"
 #include "grove/error.hpp"
 
@@ -12,16 +13,6 @@ std::string rankList(const std::vector<int>& ranks) {
   std::string text;
   for (int r : ranks) text += (text.empty() ? "" : ",") + std::to_string(r);
   return text.empty() ? "none" : text;
-}
-
-// Every rank announces it is ready and waits for the others, so no rank connects to a peer
-// that has not published its address yet.
-void storeBarrier(bootstrap::Store& store, const std::string& prefix, int rank, int size,
-                  std::chrono::milliseconds timeout) {
-  store.set(fmt::format("{}ready/{}", prefix, rank), "1");
-  for (int q = 0; q < size; ++q) {
-    if (q != rank) store.get(fmt::format("{}ready/{}", prefix, q), timeout);
-  }
 }
 
 }  // namespace
@@ -74,7 +65,8 @@ ProcessTransport::ProcessTransport(ProcessTransportSetup setup) : setup_(std::mo
   }
   log::info(me, "transport: shm to ranks {}, tcp to ranks {}{}", rankList(shmPeers),
             rankList(remote), tcp_ ? fmt::format(" (listening on {})", tcp_->address()) : "");
-  storeBarrier(*setup_.store, setup_.keyPrefix, me, setup_.size, setup_.timeout);
+  bootstrap::Rendezvous(*setup_.store, setup_.keyPrefix, me, setup_.size, setup_.timeout)
+      .barrier("ready");
 }
 
 ProcessTransport::~ProcessTransport() = default;

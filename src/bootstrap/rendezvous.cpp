@@ -1,0 +1,80 @@
+#include "bootstrap/rendezvous.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "bootstrap/tcp_store.hpp"
+#include "grove/error.hpp"
+
+namespace grove::bootstrap {
+
+using Clock = std::chrono::steady_clock;
+
+Rendezvous::Rendezvous(Store& store, std::string prefix, int rank, int size,
+                       std::chrono::milliseconds timeout)
+    : store_(store), prefix_(std::move(prefix)), rank_(rank), size_(size), timeout_(timeout) {}
+
+std::string Rendezvous::await(const std::string& key, const std::string& what) {
+  const std::string full = prefix_ + key;
+  const std::string failure = prefix_ + "failed";
+  const auto deadline = Clock::now() + timeout_;
+  auto pause = std::chrono::microseconds(200);
+  // Poll with `check` (one cheap round trip) rather than a blocking get, so a failure
+  // published by another rank is noticed while waiting.
+  while (!store_.check(full)) {
+    if (store_.check(failure)) {
+      throw Error(ErrorCode::kRemoteError, fmt::format("grove init (rank {} of {}): {}", rank_,
+                                                       size_, store_.get(failure, timeout_)));
+    }
+    if (Clock::now() >= deadline) {
+      std::string refused;
+      if (store_.check(std::string(kRefusedConnectionsKey))) {
+        refused =
+            "; the store refused: " + store_.get(std::string(kRefusedConnectionsKey), timeout_);
+      }
+      throw Error(
+          ErrorCode::kTimeout,
+          fmt::format("grove init (rank {} of {}): {} did not arrive within {} s{}", rank_, size_,
+                      what, std::chrono::duration_cast<std::chrono::seconds>(timeout_).count(),
+                      refused));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(20'000));
+  }
+  return store_.get(full, timeout_);
+}
+
+void Rendezvous::barrier(const std::string& name) {
+  store_.set(fmt::format("{}{}/{}", prefix_, name, rank_), "1");
+  for (int q = 0; q < size_; ++q) {
+    if (q == rank_) continue;
+    try {
+      await(fmt::format("{}/{}", name, q), fmt::format("rank {}", q));
+    } catch (const Error& error) {
+      if (error.code() != ErrorCode::kTimeout) throw;
+      throw Error(ErrorCode::kTimeout,
+                  fmt::format("{} (ranks missing at '{}': {})", error.what(), name, missing(name)));
+    }
+  }
+}
+
+void Rendezvous::publishFailure(const std::string& reason) noexcept {
+  try {
+    store_.set(prefix_ + "failed", fmt::format("rank {} failed: {}", rank_, reason));
+  } catch (...) {
+  }
+}
+
+std::string Rendezvous::missing(const std::string& key) {
+  std::string list;
+  for (int q = 0; q < size_; ++q) {
+    if (!store_.check(fmt::format("{}{}/{}", prefix_, key, q))) {
+      list += (list.empty() ? "" : ", ") + std::to_string(q);
+    }
+  }
+  return list.empty() ? "none" : list;
+}
+
+}  // namespace grove::bootstrap
