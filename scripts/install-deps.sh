@@ -24,6 +24,7 @@ readonly PACKAGES=(
   libssl-dev          # libcrypto: HMAC-SHA256 of the bootstrap authentication
   clang-format        # make format / make format-check
   python3             # helper scripts (bench plots, result checks)
+  openmpi-bin libopenmpi-dev mpich libmpich-dev libgloo-dev  # peer drivers (bench/peers)
 )
 
 check_only=0
