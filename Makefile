@@ -3,7 +3,7 @@
 # All real build logic lives in CMake; see docs/building.md.
 #
 #   make                  install missing packages, configure and build the release preset
-#   make run              build, then a quick `grove perf allreduce` on 4 in-process ranks
+#   make run              build, then `grove perf allreduce` on 4 processes (grove run, shared memory)
 #   make test             release build + all tests, then ASan/UBSan build + all tests, then
 #                         TSan build + the multi-threaded tests (names matching TSAN_TESTS)
 #   make test-release | test-asan | test-tsan    one stage of `make test`
@@ -38,7 +38,7 @@ build: deps
 	$(CMAKE) --build --preset release -j$(JOBS)
 
 run: build
-	./build/bin/grove perf allreduce -t 4 -b 8 -e 64M -f 4
+	./build/bin/grove run -n 4 -- ./build/bin/grove perf allreduce -b 8 -e 64M -f 4
 
 debug: deps
 	$(CMAKE) --preset debug
