@@ -1,5 +1,6 @@
 #include "core/comm_state.hpp"
 
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -17,7 +18,18 @@ CommState::CommState(std::unique_ptr<transport::Transport> transport, Config con
     : rank_(transport->rank()),
       size_(transport->size()),
       config_(std::move(config)),
-      transport_(std::move(transport)) {}
+      transport_(std::move(transport)) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int usable = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  yieldWhileSpinning_ = transport_->ranksOnThisHost() > usable;
+  spin_ = config_.spin.count() >= 0 ? config_.spin
+          : yieldWhileSpinning_     ? std::chrono::microseconds(5)
+                                    : std::chrono::microseconds(200);
+  log::info(rank_, "waiting: {} ranks on this host, {} CPUs: poll {} us{} before sleeping",
+            transport_->ranksOnThisHost(), usable, spin_.count(),
+            yieldWhileSpinning_ ? " (yielding between polls)" : "");
+}
 
 CommState::~CommState() {
   failQueued(ErrorCode::kInvalidUsage, "the communicator was destroyed");
@@ -277,12 +289,12 @@ void CommState::requireQueued(const Operation& op) const {
 bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
   requireQueued(op);
   transport::Doorbell& bell = transport_->doorbell();
-  auto spinEnd = Clock::now() + config_.spin;
+  auto spinEnd = Clock::now() + spin_;
   uint32_t polls = 0;
   while (!op.finished()) {
     if (poll()) {
       polls = 0;
-      spinEnd = Clock::now() + config_.spin;
+      spinEnd = Clock::now() + spin_;
       continue;
     }
     if (op.finished()) break;
@@ -291,6 +303,7 @@ bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
       transport::cpuRelax();
       continue;
     }
+    if (yieldWhileSpinning_) sched_yield();
     auto now = Clock::now();
     if (failIfStuck(now)) break;
     if (until && now >= *until) return false;
@@ -298,7 +311,7 @@ bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
     uint32_t sequence = transport::prepareSleep(bell);
     if (poll()) {
       transport::cancelSleep(bell);
-      spinEnd = Clock::now() + config_.spin;
+      spinEnd = Clock::now() + spin_;
       continue;
     }
     auto wake = std::min(queue_.empty() ? now : queue_.front()->deadline,

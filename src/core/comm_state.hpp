@@ -87,6 +87,8 @@ class CommState {
   int rank_;
   int size_;
   Config config_;
+  std::chrono::microseconds spin_;  ///< Polling before sleeping (see Config::spin).
+  bool yieldWhileSpinning_;         ///< Ranks outnumber CPUs: give the core away between polls.
   std::unique_ptr<transport::Transport> transport_;
 
   std::deque<std::shared_ptr<Operation>> queue_;

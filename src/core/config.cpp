@@ -38,7 +38,9 @@ Config Config::fromEnvironment() {
                     std::to_string(config.slotBytes));
   }
   config.fifoDepth = static_cast<uint32_t>(readNumber("GROVE_FIFO_DEPTH", 4, 2, 64));
-  config.spin = std::chrono::microseconds(readNumber("GROVE_SPIN_US", 20, 0, 1'000'000));
+  if (getenv("GROVE_SPIN_US") != nullptr) {
+    config.spin = std::chrono::microseconds(readNumber("GROVE_SPIN_US", 0, 0, 1'000'000));
+  }
   config.verifyPlans = readNumber("GROVE_VERIFY", 0, 0, 1) == 1;
   return config;
 }

@@ -20,8 +20,12 @@ struct Config {
   /// GROVE_FIFO_DEPTH (default 4, at least 2: the ring's fused steps hold one slot while
   /// they wait for the next): slots per FIFO.
   uint32_t fifoDepth = 4;
-  /// GROVE_SPIN_US (default 20): how long a waiting rank polls before it sleeps.
-  std::chrono::microseconds spin{20};
+  /// GROVE_SPIN_US: how long a waiting rank polls before it sleeps on its doorbell. Unset
+  /// (-1): chosen per communicator — 200 us when its ranks on this host fit the CPUs (a
+  /// futex wake-up costs tens of microseconds on a busy machine, so ranks that own a core
+  /// should not fall asleep between the messages of one call), 5 us and yielding the core
+  /// between polls when ranks outnumber CPUs (the peer may need this core to make progress).
+  std::chrono::microseconds spin{-1};
 
   /// GROVE_VERIFY=1: prove every new plan with the symbolic verifier before first use.
   bool verifyPlans = false;

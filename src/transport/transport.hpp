@@ -31,6 +31,10 @@ class Transport {
   /// The FIFO carrying messages from `peer` to this rank on `lane`.
   virtual Fifo& recvFifo(int peer, int lane) = 0;
 
+  /// How many ranks of this communicator run on this host (this one included): with the
+  /// number of CPUs it tells whether waiting ranks may spin or must give their core away.
+  virtual int ranksOnThisHost() const = 0;
+
   /// This rank's doorbell: peers ring it when they publish data or free space for it.
   virtual Doorbell& doorbell() = 0;
 

@@ -71,6 +71,7 @@ class InprocTransport final : public Transport {
   std::string_view name() const override { return "inproc"; }
   Fifo& sendFifo(int peer, int lane) override { return world_->fifo(rank_, peer, lane); }
   Fifo& recvFifo(int peer, int lane) override { return world_->fifo(peer, rank_, lane); }
+  int ranksOnThisHost() const override { return world_->size(); }
   Doorbell& doorbell() override { return world_->doorbell(rank_); }
   void abort() override { world_->markFailed(rank_); }
   int failedPeer() const override { return world_->failedRank(rank_); }

@@ -35,6 +35,7 @@ ProcessTransport::ProcessTransport(ProcessTransportSetup setup) : setup_(std::mo
       remote.push_back(q);
     }
   }
+  localRanks_ = static_cast<int>(local.size());
   if (local.size() > 1) {
     ShmOptions shm;
     shm.jobId = setup_.jobId;

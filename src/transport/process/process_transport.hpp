@@ -44,6 +44,7 @@ class ProcessTransport final : public Transport {
   std::string_view name() const override { return name_; }
   Fifo& sendFifo(int peer, int lane) override;
   Fifo& recvFifo(int peer, int lane) override;
+  int ranksOnThisHost() const override { return localRanks_; }
   Doorbell& doorbell() override;
   void abort() override;
   int failedPeer() const override;
@@ -55,6 +56,7 @@ class ProcessTransport final : public Transport {
  private:
   ProcessTransportSetup setup_;
   std::vector<PeerKind> kinds_;
+  int localRanks_ = 1;  ///< Ranks with this rank's host identity (shm peers and itself).
   std::string name_;
   std::unique_ptr<ShmDomain> shm_;
   std::unique_ptr<Doorbell> localBell_;  ///< When no shared-memory peer exists.
