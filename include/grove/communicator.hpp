@@ -79,7 +79,9 @@ class Communicator {
   /// `grove run`, torchrun, Open MPI, MPICH/Hydra or Slurm (see docs/bootstrap.md); blocks
   /// until every rank has joined (GROVE_TIMEOUT). Ranks on one host talk through shared
   /// memory, hosts through TCP. Rank 0 serves the rendezvous store unless
-  /// GROVE_STORE=external (then `grove store` must run at GROVE_ROOT). Call it once per job;
+  /// GROVE_STORE=external (then `grove store` must run at GROVE_ROOT); with
+  /// GROVE_STORE=file:DIR the ranks meet through files in DIR (a shared file system, a fresh
+  /// directory per job) and need no GROVE_ROOT. Call it once per job;
   /// make further communicators with split().
   static Communicator fromEnv();
 

@@ -70,6 +70,17 @@ int parseSlurmTasksPerNode(const char* name, std::string_view value) {
 }
 
 void readRendezvous(const Getenv& getenv, const Launcher& launcher, LaunchInfo* info) {
+  if (const char* store = lookup(getenv, "GROVE_STORE")) {
+    std::string_view text(store);
+    if (text.substr(0, 5) == "file:") {
+      if (text.size() == 5) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "GROVE_STORE='file:' names no directory (expected file:/shared/dir)");
+      }
+      info->storeDirectory = std::string(text.substr(5));
+      return;
+    }
+  }
   if (const char* root = lookup(getenv, "GROVE_ROOT")) {
     HostPort address = parseHostPort(root, "GROVE_ROOT");
     info->rootHost = address.host;

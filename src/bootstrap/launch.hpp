@@ -16,8 +16,11 @@ struct LaunchInfo {
   int localSize = 0;     ///< Processes on this host, 0 when unknown.
   std::string rootHost;  ///< Host (name or address) of the rendezvous store.
   uint16_t rootPort = 0;
-  std::string secret;    ///< Job secret (GROVE_SECRET), may be empty.
-  std::string source;    ///< "grove", "torchrun", "openmpi", "mpich", "slurm" — for logs.
+  std::string secret;  ///< Job secret (GROVE_SECRET), may be empty.
+  /// GROVE_STORE=file:DIR: rendezvous through files in DIR (a shared file system, fresh per
+  /// job) instead of the TCP store; rootHost/rootPort are then unused.
+  std::string storeDirectory;
+  std::string source;  ///< "grove", "torchrun", "openmpi", "mpich", "slurm" — for logs.
 };
 
 /// Reads the environment through `getenv` (injectable for tests). Order: GROVE_RANK /
@@ -26,10 +29,10 @@ struct LaunchInfo {
 /// (OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK/_LOCAL_SIZE); MPICH/Hydra (PMI_RANK, PMI_SIZE,
 /// MPI_LOCALRANKID, MPI_LOCALNRANKS); Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
 /// SLURM_NTASKS_PER_NODE). For launchers that carry no rendezvous address, GROVE_ROOT or
-/// MASTER_ADDR/MASTER_PORT must be set as well. Returns nullopt when no launcher is
+/// MASTER_ADDR/MASTER_PORT must be set as well, unless GROVE_STORE=file:DIR names a file
+/// store. Returns nullopt when no launcher is
 /// recognised; throws grove::Error(kInvalidArgument) naming the variable when one is
 /// malformed or inconsistent (rank outside [0, size)).
-std::optional<LaunchInfo> detectLaunch(
-    const std::function<const char*(const char*)>& getenv);
+std::optional<LaunchInfo> detectLaunch(const std::function<const char*(const char*)>& getenv);
 
 }  // namespace grove::bootstrap

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "bootstrap/file_store.hpp"
 #include "bootstrap/random.hpp"
 #include "bootstrap/rendezvous.hpp"
 #include "bootstrap/tcp_store.hpp"
@@ -124,11 +125,16 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
 std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, bool serveStore) {
   Config config = Config::fromEnvironment();
   std::shared_ptr<void> server;
-  if (serveStore) {
-    server = std::make_shared<bootstrap::TcpStoreServer>("", info.rootPort, info.secret);
+  std::shared_ptr<bootstrap::Store> store;
+  if (!info.storeDirectory.empty()) {
+    store = std::make_shared<bootstrap::FileStore>(info.storeDirectory, config.timeout);
+  } else {
+    if (serveStore) {
+      server = std::make_shared<bootstrap::TcpStoreServer>("", info.rootPort, info.secret);
+    }
+    store = std::make_shared<bootstrap::TcpStoreClient>(info.rootHost, info.rootPort, info.secret,
+                                                        config.timeout);
   }
-  auto store = std::make_shared<bootstrap::TcpStoreClient>(info.rootHost, info.rootPort,
-                                                           info.secret, config.timeout);
   bootstrap::Rendezvous rendezvous(*store, "grove/", info.rank, info.worldSize, config.timeout);
   try {
     return join(info, config, store, rendezvous, server);

@@ -23,6 +23,7 @@ Usage:
 """
 import argparse
 import os
+import tempfile
 import random
 import re
 import shutil
@@ -229,11 +230,21 @@ def launcher_env(name, rank, size, port):
     if name == "slurm":
         return {"SLURM_PROCID": str(rank), "SLURM_NTASKS": str(size), "SLURM_LOCALID": str(rank),
                 "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    if name == "filestore":
+        # Slurm-style ranks meeting through a file store instead of the TCP store.
+        return {"SLURM_PROCID": str(rank), "SLURM_NTASKS": str(size), "SLURM_LOCALID": str(rank),
+                "GROVE_STORE": "file:" + FILE_STORE_DIR}
     raise SystemExit("process_test: unknown launcher %r" % name)
 
 
+FILE_STORE_DIR = None  # made by case_launcher for the "filestore" launcher only
+
+
 def case_launcher(args):
+    global FILE_STORE_DIR
     name, n = args[0], int(args[1])
+    if name == "filestore":
+        FILE_STORE_DIR = tempfile.mkdtemp(prefix="grove-filestore-")
     port = free_port()
     envs = []
     for rank in range(n):
@@ -243,6 +254,8 @@ def case_launcher(args):
     ranks = launch_by_hand(envs, 60)
     expect_ok(ranks, {r: (i, n) for i, r in enumerate(ranks)})
     check_leftovers([JOB])
+    if FILE_STORE_DIR is not None:
+        shutil.rmtree(FILE_STORE_DIR, ignore_errors=True)
 
 
 def case_mpirun(args):
