@@ -47,7 +47,11 @@ typedef enum {
   groveRemoteError = 6,        /**< Another rank failed; this call cannot complete. */
   groveInProgress = 7,         /**< An asynchronous operation has not completed yet. */
   groveTimeout = 8,            /**< A wait passed its deadline (GROVE_TIMEOUT). */
-  groveNumResults = 9          /**< Number of result codes. */
+  groveNumResults = 9,         /**< Number of result codes. */
+  /** Makes the type as wide as int, so any int a caller passes is a value of the type (as
+   *  NCCL's ncclMaxRedOp does): invalid values are then reported, not undefined. */
+  groveResultForceInt = 0x7fffffff,
+  groveResultForceIntMin = -0x7fffffff - 1
 } groveResult_t;
 
 /** Element type of a buffer. Numbered as grove::DataType; aliases as in NCCL. */
@@ -66,18 +70,22 @@ typedef enum {
   groveFloat = 7,
   groveFloat64 = 8,
   groveDouble = 8,
-  groveBfloat16 = 9, /**< bfloat16, reduced through float32. */
-  groveNumTypes = 10 /**< Number of element types. */
+  groveBfloat16 = 9,                         /**< bfloat16, reduced through float32. */
+  groveNumTypes = 10,                        /**< Number of element types. */
+  groveDataTypeForceInt = 0x7fffffff,        /**< See groveResultForceInt. */
+  groveDataTypeForceIntMin = -0x7fffffff - 1 /**< See groveResultForceInt. */
 } groveDataType_t;
 
 /** Reduction operator. Numbered as grove::ReduceOp. */
 typedef enum {
   groveSum = 0,
   groveProd = 1,
-  groveMax = 2,   /**< Propagates NaN. */
-  groveMin = 3,   /**< Propagates NaN. */
-  groveAvg = 4,   /**< Sum divided by the number of ranks (integers truncate toward zero). */
-  groveNumOps = 5 /**< Number of operators. */
+  groveMax = 2,    /**< Propagates NaN. */
+  groveMin = 3,    /**< Propagates NaN. */
+  groveAvg = 4,    /**< Sum divided by the number of ranks (integers truncate toward zero). */
+  groveNumOps = 5, /**< Number of operators. */
+  groveRedOpForceInt = 0x7fffffff,        /**< See groveResultForceInt. */
+  groveRedOpForceIntMin = -0x7fffffff - 1 /**< See groveResultForceInt. */
 } groveRedOp_t;
 
 /** Opaque handle on one rank of a communicator. */

@@ -392,6 +392,8 @@ const char* groveGetErrorString(groveResult_t result) {
     case groveTimeout:
       return "timeout";
     case groveNumResults:
+    case groveResultForceInt:
+    case groveResultForceIntMin:
       break;
   }
   return "unknown result code";

@@ -128,10 +128,12 @@ std::vector<std::byte> runCase(Communicator& comm, const Case& c) {
     EXPECT_TRUE(send.bytes() == input) << c.what << ": the send buffer was modified";
   } else {
     // Everything of the send buffer outside the in-place output keeps its input.
-    EXPECT_EQ(std::memcmp(send.data(), input.data(), blockOffset), 0)
+    // (memcmp of zero bytes still wants valid pointers, which empty buffers do not have)
+    EXPECT_TRUE(blockOffset == 0 || std::memcmp(send.data(), input.data(), blockOffset) == 0)
         << c.what << ": send buffer changed before the in-place block";
     const size_t after = blockOffset + c.count * esize;
-    EXPECT_EQ(std::memcmp(send.data() + after, input.data() + after, input.size() - after), 0)
+    EXPECT_TRUE(after >= input.size() ||
+                std::memcmp(send.data() + after, input.data() + after, input.size() - after) == 0)
         << c.what << ": send buffer changed after the in-place block";
   }
   if (!writes) {
