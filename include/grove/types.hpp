@@ -16,7 +16,7 @@ enum class DataType : int {
   kUint32 = 3,
   kInt64 = 4,
   kUint64 = 5,
-  kFloat16 = 6,   ///< IEEE 754 binary16; reduced through float32, rounded to nearest even.
+  kFloat16 = 6,  ///< IEEE 754 binary16; reduced through float32, rounded to nearest even.
   kFloat32 = 7,
   kFloat64 = 8,
   kBFloat16 = 9,  ///< bfloat16; reduced through float32, rounded to nearest even.
@@ -58,8 +58,8 @@ constexpr size_t dataTypeSize(DataType type) {
 
 /// True for the floating-point types (float16, bfloat16, float32, float64).
 constexpr bool isFloatingPoint(DataType type) {
-  return type == DataType::kFloat16 || type == DataType::kBFloat16 ||
-         type == DataType::kFloat32 || type == DataType::kFloat64;
+  return type == DataType::kFloat16 || type == DataType::kBFloat16 || type == DataType::kFloat32 ||
+         type == DataType::kFloat64;
 }
 
 /// True when `type` holds one of the enumerated values.

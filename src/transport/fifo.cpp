@@ -1,6 +1,5 @@
 #include "transport/fifo.hpp"
 
-
 namespace grove::transport {
 namespace {
 constexpr size_t kLengthsOffset = sizeof(FifoControl);
