@@ -4,7 +4,7 @@
 #
 #   make                  install missing packages, configure and build the release preset
 #   make run              build, then `grove perf allreduce` on 4 processes (grove run, shared memory)
-#   make test             release build + all tests, then ASan/UBSan build + all tests, then
+#   make test             format check, release build + all tests, then ASan/UBSan build + all tests, then
 #                         TSan build + the multi-threaded tests (names matching TSAN_TESTS)
 #   make test-release | test-asan | test-tsan    one stage of `make test`
 #   make debug            build the debug preset (build-debug/)
@@ -49,7 +49,7 @@ debug: deps
 	$(CMAKE) --preset debug
 	$(CMAKE) --build --preset debug -j$(JOBS)
 
-test: test-release test-asan test-tsan
+test: deps format-check test-release test-asan test-tsan
 	@echo "make test: release, asan and tsan stages passed"
 
 test-release: build
