@@ -23,9 +23,7 @@ CommState::CommState(std::unique_ptr<transport::Transport> transport, Config con
   CPU_ZERO(&cpus);
   const int usable = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
   yieldWhileSpinning_ = transport_->ranksOnThisHost() > usable;
-  spin_ = config_.spin.count() >= 0 ? config_.spin
-          : yieldWhileSpinning_     ? std::chrono::microseconds(5)
-                                    : std::chrono::microseconds(200);
+  spin_ = config_.spin.count() >= 0 ? config_.spin : std::chrono::microseconds(5);
   log::info(rank_, "waiting: {} ranks on this host, {} CPUs: poll {} us{} before sleeping",
             transport_->ranksOnThisHost(), usable, spin_.count(),
             yieldWhileSpinning_ ? " (yielding between polls)" : "");
@@ -303,7 +301,9 @@ bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
       transport::cpuRelax();
       continue;
     }
-    if (yieldWhileSpinning_) sched_yield();
+    // After the first microseconds of polling, give the core away between polls when it is
+    // needed elsewhere (a peer rank or any other process may be waiting for it).
+    if (yieldWhileSpinning_ || polls >= 1024) sched_yield();
     auto now = Clock::now();
     if (failIfStuck(now)) break;
     if (until && now >= *until) return false;

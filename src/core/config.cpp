@@ -38,7 +38,7 @@ Config Config::fromEnvironment() {
                     std::to_string(config.slotBytes));
   }
   config.fifoDepth = static_cast<uint32_t>(readNumber("GROVE_FIFO_DEPTH", 4, 2, 64));
-  if (getenv("GROVE_SPIN_US") != nullptr) {
+  if (const char* spin = getenv("GROVE_SPIN_US"); spin != nullptr && *spin != '\0') {
     config.spin = std::chrono::microseconds(readNumber("GROVE_SPIN_US", 0, 0, 1'000'000));
   }
   config.verifyPlans = readNumber("GROVE_VERIFY", 0, 0, 1) == 1;
