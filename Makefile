@@ -3,9 +3,10 @@
 # All real build logic lives in CMake; see docs/building.md.
 #
 #   make                  install missing packages, configure and build the release preset
-#   make run              build, then `grove perf allreduce` on 4 processes (grove run, shared memory)
-#   make test             format check, release build + all tests, then ASan/UBSan build + all tests, then
-#                         TSan build + the multi-threaded tests (names matching TSAN_TESTS)
+#   make run              build, then `grove perf allreduce` on 4 processes (grove run, shm)
+#   make test             format check, release build + all tests, then ASan/UBSan build +
+#                         all tests, then TSan build + the multi-threaded tests (names
+#                         matching TSAN_TESTS)
 #   make test-release | test-asan | test-tsan    one stage of `make test`
 #   make debug            build the debug preset (build-debug/)
 #   make format           clang-format the sources in place;  make format-check: only check

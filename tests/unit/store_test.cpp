@@ -171,23 +171,44 @@ TEST_F(TcpStoreTest, OneClientIsThreadSafe) {
   EXPECT_EQ(store->add("one-client", 0), 800);
 }
 
+// The child side of ForkedProcessesRendezvous: runs only when that test execs this binary
+// with STORE_TEST_CHILD=<index> and STORE_TEST_PORT=<port>.
+TEST(TcpStoreChildProcess, Rendezvous) {
+  const char* index = getenv("STORE_TEST_CHILD");
+  const char* port = getenv("STORE_TEST_PORT");
+  if (index == nullptr || port == nullptr) GTEST_SKIP() << "only run as a child process";
+  const std::string c = index;
+  TcpStoreClient store("127.0.0.1", static_cast<uint16_t>(std::stoi(port)), kSecret, 10s);
+  store.set("child-" + c, "hello from child " + c);
+  store.add("arrived", 1);
+  EXPECT_EQ(store.get("parent", 30s), "go");
+}
+
 TEST_F(TcpStoreTest, ForkedProcessesRendezvous) {
+  // The children exec this binary afresh: a child that only forked would inherit the server
+  // thread's allocator and OpenSSL locks in whatever state they were, and could deadlock.
   constexpr int kChildren = 3;
+  std::vector<std::vector<std::string>> envs;
+  for (int c = 0; c < kChildren; ++c) {
+    envs.push_back(
+        {"STORE_TEST_CHILD=" + std::to_string(c), "STORE_TEST_PORT=" + std::to_string(port_)});
+    for (char** e = environ; *e != nullptr; ++e) envs.back().push_back(*e);
+  }
+  std::vector<std::vector<char*>> envps(kChildren);
+  for (int c = 0; c < kChildren; ++c) {
+    for (std::string& entry : envs[c]) envps[c].push_back(entry.data());
+    envps[c].push_back(nullptr);
+  }
+  char self[] = "/proc/self/exe";
+  char filter[] = "--gtest_filter=TcpStoreChildProcess.Rendezvous";
+  char* argv[] = {self, filter, nullptr};
   std::vector<pid_t> children;
   for (int c = 0; c < kChildren; ++c) {
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      int status = 0;
-      try {
-        TcpStoreClient store("127.0.0.1", port_, kSecret, 10s);
-        store.set("child-" + std::to_string(c), "hello from child " + std::to_string(c));
-        store.add("arrived", 1);
-        if (store.get("parent", 30s) != "go") status = 2;
-      } catch (...) {
-        status = 3;
-      }
-      _exit(status);
+      execve(self, argv, envps[c].data());
+      _exit(127);
     }
     children.push_back(pid);
   }
