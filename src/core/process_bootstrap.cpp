@@ -22,25 +22,19 @@ namespace {
 
 std::string randomHex(size_t bytes) { return bootstrap::toHex(bootstrap::randomBytes(bytes)); }
 
-// The value each rank publishes about itself: "<world size>|<claim token>|<host identity>".
+// The value each rank publishes about itself: "<world size>|<host identity>".
 struct Announcement {
   int worldSize = 0;
-  std::string token;
   std::string host;
 };
 
 Announcement parseAnnouncement(const std::string& text, int rank) {
-  size_t first = text.find('|');
-  size_t second = first == std::string::npos ? first : text.find('|', first + 1);
-  if (second == std::string::npos) {
+  size_t bar = text.find('|');
+  if (bar == std::string::npos) {
     throw Error(ErrorCode::kInvalidUsage,
                 fmt::format("grove init: rank {} published a malformed announcement", rank));
   }
-  Announcement a;
-  a.worldSize = std::atoi(text.substr(0, first).c_str());
-  a.token = text.substr(first + 1, second - first - 1);
-  a.host = text.substr(second + 1);
-  return a;
+  return Announcement{std::atoi(text.substr(0, bar).c_str()), text.substr(bar + 1)};
 }
 
 }  // namespace
@@ -74,8 +68,7 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
                             "launcher's rank variables, source: {})",
                             rank, size, info.source));
   }
-  store->set(fmt::format("{}rank/{}", prefix, rank),
-             fmt::format("{}|{}|{}", size, randomHex(8), hostIdentity()));
+  store->set(fmt::format("{}rank/{}", prefix, rank), fmt::format("{}|{}", size, hostIdentity()));
   if (rank == 0) {
     // The launcher's job id (grove run removes /dev/shm/grove-<id>-* after the job).
     const char* launcherJob = std::getenv("GROVE_JOB_ID");
