@@ -28,6 +28,10 @@
 
 #include "grove/types.hpp"
 
+namespace grove::topo {
+class Topology;
+}
+
 namespace grove::plan {
 
 /// What a call computes. Point-to-point send/recv plans use kSendRecv.
@@ -149,6 +153,10 @@ struct PlanRequest {
   size_t count = 0;  ///< Elements per block (allreduce: count; allgather: per-rank count).
   DataType type = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
+  /// The communicator's topology (GROVE_TOPO_FILE), or nullptr. Topology-aware generators
+  /// (packed trees) apply only when it is set; it stays the same for a communicator's life,
+  /// so plans built from it may be cached per (algorithm, root) like any other.
+  const topo::Topology* topology = nullptr;
 };
 
 }  // namespace grove::plan

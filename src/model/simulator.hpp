@@ -1,0 +1,50 @@
+// The simulator: how long a set of plans takes on a topology.
+//
+// grove's plans are data, so their time can be predicted before anything runs: every rank's
+// plan is replayed tile by tile, each message travels its route (Topology::route) and takes
+// latency + bytes / (its share of each link's capacity), concurrent messages on one link
+// share it equally (progressive filling), a step starts when its inputs have arrived and its
+// FIFO has room (fifoDepth slots per connection), and local reductions and copies take time
+// at reduceGBps / copyGBps. This is what `grove plan --topo` prints as "predicted", what
+// selection compares when a communicator has a topology, and what the netns benchmark checks
+// against measurements (target: within 15%).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "plan/plan.hpp"
+#include "topo/topology.hpp"
+
+namespace grove::model {
+
+struct SimOptions {
+  size_t bytes = 0;               ///< Bytes per block of the call (allreduce: the whole buffer).
+  size_t elementSize = 4;         ///< Bytes per element (tiles hold whole elements).
+  size_t tileBytes = 256 * 1024;  ///< Tile size the executor uses (GROVE_SLOT_BYTES).
+  int fifoDepth = 4;              ///< Slots per connection (GROVE_FIFO_DEPTH).
+  double reduceGBps = 20.0;       ///< Local reduction throughput, GB/s of output.
+  double copyGBps = 20.0;         ///< Local copy throughput.
+  double stepOverheadUs = 0.5;    ///< Fixed cost of starting one step on one tile.
+};
+
+struct Prediction {
+  double timeUs = 0;
+  double algbwGBps = 0;  ///< bytes / time, nccl-tests' algbw for this collective.
+  double busbwGBps = 0;  ///< nccl-tests' bus bandwidth factor applied.
+  /// Per arc of the topology: bytes carried, and the fraction of the run it was busy.
+  std::vector<double> arcBytes;
+  std::vector<double> arcBusy;
+};
+
+/// Predicts the run of `plans` (one per rank, plans[r].rank == r, all of one call shape)
+/// on `topology`. Throws grove::Error(kInvalidArgument) when the plans and the topology
+/// disagree on the rank count or a message has no route.
+Prediction simulate(const std::vector<plan::Plan>& plans, const topo::Topology& topology,
+                    const SimOptions& options);
+
+/// nccl-tests' busbw factor for a collective on n ranks (allreduce 2(n−1)/n, allgather and
+/// reducescatter (n−1)/n, others 1).
+double busbwFactor(plan::Collective collective, int nranks);
+
+}  // namespace grove::model
