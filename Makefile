@@ -6,8 +6,8 @@
 #   make run              build, then `grove perf allreduce` on 4 processes (grove run, shm)
 #   make test             format check, release build + all tests, then ASan/UBSan build +
 #                         all tests, then TSan build + the multi-threaded tests (names
-#                         matching TSAN_TESTS)
-#   make test-release | test-asan | test-tsan    one stage of `make test`
+#                         matching TSAN_TESTS), then the fuzzers for FUZZ_SECONDS each
+#   make test-release | test-asan | test-tsan | test-fuzz    one stage of `make test`
 #   make debug            build the debug preset (build-debug/)
 #   make format           clang-format the sources in place;  make format-check: only check
 #   make install PREFIX=DIR                      install the release build under DIR
@@ -16,7 +16,8 @@
 #
 # Variables: JOBS (parallel compile jobs, default 2), PREFIX (default /usr/local),
 # TSAN_TESTS (ctest -R regex of the tests run under TSan), TSAN_TARGETS (what the TSan stage
-# builds: by default only the test executables whose sources mention a TSAN_TESTS name).
+# builds: by default only the test executables whose sources mention a TSAN_TESTS name),
+# FUZZ_SECONDS (how long test-fuzz runs each libFuzzer target, default 30).
 
 JOBS ?= 2
 PREFIX ?= /usr/local
@@ -25,13 +26,14 @@ TSAN_TESTS ?= Multirank|Threads|Concurrent
 # ctest as NAME_NOT_BUILT, which the -R filter leaves out. Empty = build everything.
 TSAN_TARGETS ?= $(basename $(notdir $(shell grep -lE '$(TSAN_TESTS)' \
                   tests/unit/*_test.cpp tests/multirank/*_test.cpp 2>/dev/null)))
+FUZZ_SECONDS ?= 30
 CMAKE ?= cmake
 CTEST ?= ctest
 
 # The stages share two cores and each cmake --build is already parallel: run them in order.
 .NOTPARALLEL:
 .DEFAULT_GOAL := all
-.PHONY: all deps build run debug test test-release test-asan test-tsan format format-check \
+.PHONY: all deps build run debug test test-release test-asan test-tsan test-fuzz format format-check \
         install package clean
 
 all: deps build
@@ -50,8 +52,8 @@ debug: deps
 	$(CMAKE) --preset debug
 	$(CMAKE) --build --preset debug -j$(JOBS)
 
-test: deps format-check test-release test-asan test-tsan
-	@echo "make test: release, asan and tsan stages passed"
+test: deps format-check test-release test-asan test-tsan test-fuzz
+	@echo "make test: release, asan, tsan and fuzz stages passed"
 
 test-release: build
 	$(CTEST) --preset release
@@ -66,6 +68,25 @@ test-tsan: deps
 	$(CMAKE) --build --preset tsan -j$(JOBS) $(if $(strip $(TSAN_TARGETS)),--target $(TSAN_TARGETS))
 	$(CTEST) --preset tsan -R '$(TSAN_TESTS)'
 
+# Each fuzzer starts from its seeds in fuzz/corpus/NAME (read only) plus what earlier runs
+# found (build-fuzz/corpus/NAME); a crash leaves its input in build-fuzz/artifacts/ and fails
+# the stage. Reproduce one with: build-fuzz/bin/NAME build-fuzz/artifacts/NAME-crash-...
+test-fuzz: deps
+	$(CMAKE) --preset fuzz
+	$(CMAKE) --build --preset fuzz -j$(JOBS)
+	@mkdir -p build-fuzz/artifacts
+	@set -e; for seeds in fuzz/corpus/*/; do \
+	  name=$$(basename $$seeds); \
+	  if [ ! -x build-fuzz/bin/$$name ]; then echo "test-fuzz: $$name not built, skipped"; continue; fi; \
+	  mkdir -p build-fuzz/corpus/$$name; \
+	  echo "test-fuzz: $$name for $(FUZZ_SECONDS) s"; \
+	  build-fuzz/bin/$$name -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/$$name- \
+	    build-fuzz/corpus/$$name $$seeds 2>build-fuzz/$$name.log \
+	    || { tail -n 60 build-fuzz/$$name.log; echo "test-fuzz: $$name FAILED"; exit 1; }; \
+	  grep -E '^stat::number_of_executed_units|^Done' build-fuzz/$$name.log || true; \
+	done
+
 format:
 	@scripts/format.sh
 
@@ -79,4 +100,4 @@ package: build
 	$(CMAKE) --build --preset release --target package
 
 clean:
-	rm -rf build build-debug build-asan build-tsan
+	rm -rf build build-debug build-asan build-tsan build-fuzz

@@ -23,7 +23,10 @@ readonly PACKAGES=(
   libfmt-dev          # formatting of messages and tables
   libssl-dev          # libcrypto: HMAC-SHA256 of the bootstrap authentication
   clang-format        # make format / make format-check
+  clang               # clang++ for the libFuzzer targets (make test-fuzz); GCC has no libFuzzer
+  libclang-rt-14-dev  # libFuzzer + sanitizer runtimes of clang 14 (only recommended by clang)
   python3             # helper scripts (bench plots, result checks)
+  graphviz            # dot: grove plan --svg draws packed trees over the topology
   openmpi-bin libopenmpi-dev mpich libmpich-dev libgloo-dev  # peer drivers (bench/peers)
 )
 

@@ -4,6 +4,10 @@
 // candidate's α–β estimate or why it declined), the steps of the chosen ranks' plans, and
 // the symbolic verifier's verdict for the whole group, out of place and in place. Nothing
 // is executed, so it answers "what would grove do with 37 ranks?" on any machine.
+//
+// With --topo the question becomes "which plan wins on this graph, and how close to the
+// optimum does it get?": plan_topo.cpp compares every candidate on the topology with the
+// simulator and the flow bounds, and plan_draw.cpp draws the winner's trees (--dot, --svg).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +20,7 @@
 #include "grove/error.hpp"
 #include "plan/printer.hpp"
 #include "plan/verifier.hpp"
+#include "plan_topo.hpp"
 
 namespace grove::tools {
 namespace {
@@ -29,6 +34,14 @@ struct PlanOptions {
   std::string type = "float";
   std::string algorithm;
   int fifoDepth = 4;
+  // --topo and the flags that only make sense with it.
+  std::string topo;
+  std::string size;
+  bool json = false;
+  std::string dotFile;
+  std::string svgFile;
+  bool nranksGiven = false;
+  bool countGiven = false;
 };
 
 plan::Collective parseCollective(const std::string& name) {
@@ -65,8 +78,45 @@ size_t parseCount(const std::string& text) {
   return static_cast<size_t>(value * scale);
 }
 
+/// `grove plan --topo`: checks the flag combination and hands over to plan_topo.cpp.
+void runTopo(const PlanOptions& options, plan::Collective collective) {
+  if (options.size.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--topo needs --size (the bytes of the call, e.g. --size 64M)");
+  }
+  if (options.countGiven) {
+    throw Error(ErrorCode::kInvalidArgument, "--count does not go with --topo: give --size");
+  }
+  if (options.rank >= 0) {
+    throw Error(ErrorCode::kInvalidArgument, "--rank does not go with --topo");
+  }
+  TopoPlanOptions topo;
+  topo.collective = collective;
+  topo.topo = options.topo;
+  topo.size = options.size;
+  topo.type = options.type;
+  topo.algorithm = options.algorithm;
+  topo.root = options.root;
+  topo.nranks = options.nranksGiven ? options.nranks : -1;
+  topo.fifoDepth = options.fifoDepth;
+  topo.json = options.json;
+  topo.dotFile = options.dotFile;
+  topo.svgFile = options.svgFile;
+  runTopoPlan(topo);
+}
+
 void runPlan(const PlanOptions& options) {
   const plan::Collective collective = parseCollective(options.collective);
+  if (!options.topo.empty()) return runTopo(options, collective);
+  for (const auto& [given, flag] :
+       {std::pair{!options.size.empty(), "--size"}, std::pair{options.json, "--json"},
+        std::pair{!options.dotFile.empty(), "--dot"},
+        std::pair{!options.svgFile.empty(), "--svg"}}) {
+    if (given) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  std::string(flag) + " needs --topo (e.g. --topo dgx1v)");
+    }
+  }
   if (options.nranks < 1) {
     throw Error(ErrorCode::kInvalidArgument, "--nranks must be at least 1");
   }
@@ -126,19 +176,39 @@ void addPlanCommand(CLI::App& app) {
                    "allreduce, broadcast, reduce, allgather, reducescatter, alltoall, "
                    "alltoallv, gather, scatter or barrier")
       ->required();
-  command->add_option("-n,--nranks", options->nranks, "Number of ranks")->capture_default_str();
+  CLI::Option* nranks =
+      command
+          ->add_option("-n,--nranks", options->nranks, "Number of ranks (with --topo: its ranks)")
+          ->capture_default_str();
   command->add_option("--rank", options->rank, "Print only this rank's plan (default: all)");
   command->add_option("-r,--root", options->root, "Root of rooted collectives")
       ->capture_default_str();
-  command->add_option("-c,--count", options->count, "Elements per rank (K, M, G suffixes)")
-      ->capture_default_str();
+  CLI::Option* count =
+      command->add_option("-c,--count", options->count, "Elements per rank (K, M, G suffixes)")
+          ->capture_default_str();
   command->add_option("-d,--type", options->type, "Element type")->capture_default_str();
   command->add_option("-A,--algo", options->algorithm,
                       "Force an algorithm (default: GROVE_ALGO, else the cheapest)");
   command->add_option("--fifo-depth", options->fifoDepth, "FIFO slots the verifier models")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
-  command->callback([options] { runPlan(*options); });
+  command->add_option(
+      "--topo", options->topo,
+      "Compare every candidate on this topology: a preset (dgx1v, dgx1p, dgx2, "
+      "h100x8, cluster:HxK[:g1,..], mesh:N), a subset (dgx1v:0,1,4) or a JSON file");
+  command->add_option(
+      "--size", options->size,
+      "With --topo: bytes of the call as nccl-tests counts them (K, M, G suffixes)");
+  command->add_flag("--json", options->json, "With --topo: print the report as one JSON object");
+  command->add_option("--dot", options->dotFile,
+                      "With --topo: write the chosen plan's trees over the topology (Graphviz)");
+  command->add_option("--svg", options->svgFile,
+                      "With --topo: the same drawing as SVG (runs Graphviz's dot)");
+  command->callback([options, nranks, count] {
+    options->nranksGiven = nranks->count() > 0;
+    options->countGiven = count->count() > 0;
+    runPlan(*options);
+  });
 }
 
 const CommandRegistration kPlan{"plan", &addPlanCommand};

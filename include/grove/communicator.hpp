@@ -23,6 +23,9 @@ struct CallOptions {
   /// Algorithm name, e.g. "ring", "tree", "chain", "recursive_doubling" (see
   /// docs/algorithms.md). Overrides GROVE_ALGO for this call. Every rank must pass the same.
   std::string algorithm;
+  /// How long this call may wait for its peers before it fails with ErrorCode::kTimeout
+  /// (naming the call, the step and the peer it waited for). Zero: GROVE_TIMEOUT.
+  std::chrono::milliseconds timeout{0};
 };
 
 /// Handle on an asynchronous collective. Progress is made by the thread that calls test()

@@ -5,14 +5,22 @@
 // * packArborescences: broadcast/reduce from one root. With integral capacities it is
 //   exact: greedy growth of one arborescence at a time, keeping an arc only when max-flow
 //   checks show the remaining graph still holds the rest (Edmonds' theorem), reaches λ(root).
-//   With general capacities: multiplicative weights (Garg–Könemann) with a min-cost
-//   arborescence oracle, then reduction to few trees.
+//   With general capacities (or routes through switches): the fractional packing LP solved
+//   by column generation, its pricing oracle the min-cost arborescence (Chu–Liu/Edmonds),
+//   optimal to rounding; on graphs too large for that LP (> 400 arcs, or RS+AG over > 16
+//   ranks), multiplicative weights (Garg–Könemann) with greedy load-aware trees. Then
+//   reduction to few trees (merge identical ones, drop slivers, rescale to the capacities).
 // * packSpanningTrees: undirected spanning trees for allreduce as reduce-up then
 //   broadcast-down on the same tree (each tree uses an edge in both directions once), rate σ.
 // * packRsAg: per root rank a set of arborescences (the all-gather trees; reversed, the
 //   reduce-scatter trees), all roots sharing the capacities, the common rate the RS+AG bound.
 // Trees only use rank-to-rank arcs unless `allowSwitches`: then a tree may pass through a
-// switch vertex (one-hop trees on NVSwitch-like fabrics).
+// switch vertex (one-hop trees on NVSwitch-like fabrics; RS+AG on a single-switch fabric is
+// the closed form "every rank roots a star"). Above 64 ranks, routes through switches between
+// hosts are only considered along rails (j-th rank of a host to the j-th rank of another).
+// Rates are exact only for the exact integral packing; otherwise `exact` is false and
+// `units` holds the rate. No trees (total 0) when the ranks are not connected; with one rank,
+// one trivial tree of rate 1. Costs: ≈ 1 ms for 8 ranks, < 0.5 s for a 256-rank cluster.
 #pragma once
 
 #include <vector>

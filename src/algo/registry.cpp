@@ -10,6 +10,7 @@
 
 #include "algo/all.hpp"
 #include "algo/names.hpp"
+#include "algo/packed_trees.hpp"
 
 namespace grove::algo {
 namespace {
@@ -35,6 +36,15 @@ std::vector<Algorithm> makeList() {
       binomialTreeReduce(),
       doubleBinaryTreeAllReduce(),
       // ---- End of tree algorithms.
+      // ---- Topology-aware (packed_trees.cpp, packed_direct.cpp): need GROVE_TOPO_FILE.
+      packedTreesBroadcast(),
+      packedTreesReduce(),
+      packedTreesAllReduce(),
+      rsagTreesAllReduce(),
+      rsagTreesAllGather(),
+      rsagTreesReduceScatter(),
+      oneHopAllReduce(),
+      hierarchicalAllReduce(),
   };
   // clang-format on
 }

@@ -8,6 +8,9 @@
 // a call fail — names that do not apply to a collective are ignored, and when nothing is
 // left the cheapest algorithm runs and the reason says so.
 //
+// With a topology (request.topology set) the cost is the simulator's prediction of the
+// plans on that topology (select_topology.hpp) instead of the α–β estimate.
+//
 // GROVE_ALGO syntax (NCCL_ALGO's): sections separated by ';', names within a section by
 // ','. A name written "collective:name" applies to that collective only, and so do the
 // names after it in the same section ("allreduce:tree,ring;broadcast:chain"). A list whose
@@ -21,6 +24,7 @@
 
 #include "algo/names.hpp"
 #include "algo/registry.hpp"
+#include "algo/select_topology.hpp"
 #include "grove/error.hpp"
 
 namespace grove::algo {
@@ -186,7 +190,10 @@ Selection select(const plan::PlanRequest& request, std::string_view forced,
     Candidate& c = candidates.emplace_back();
     c.algorithm = &algorithm;
     c.applies = algorithm.applies(request, &c.why);
-    if (c.applies) c.costUs = algorithm.costUs(request, params);
+    if (c.applies) {
+      c.costUs = request.topology != nullptr ? topologyCostUs(algorithm, request, params)
+                                             : algorithm.costUs(request, params);
+    }
     if (rule.set) c.allowed = listed(rule, collective, algorithm.name) != rule.exclude;
   }
 

@@ -257,31 +257,19 @@ bool TcpStoreServer::Impl::advanceHandshake(Connection& c) {
 void TcpStoreServer::Impl::processFrames(uint64_t id, Connection& c) {
   try {
     while (c.handshake == nullptr && !c.waiting && c.out.size() - c.outOffset < kMaxPendingOutput) {
-      const std::string& in = c.in;
-      if (in.size() < 5) break;
-      auto op = static_cast<uint8_t>(in[0]);
-      if (op < wire::kSet || op > wire::kCheck) {
-        throw ProtocolError(fmt::format("unknown opcode {:#04x}", op));
+      wire::DecodedRequest request = wire::decodeRequest(c.in, kMaxKeyBytes, kMaxValueBytes);
+      if (request.outcome == wire::DecodedRequest::Outcome::kMalformed) {
+        throw ProtocolError(request.error);
       }
-      uint64_t keyBytes = wire::getU32(in.data() + 1);
-      if (keyBytes > kMaxKeyBytes) {
-        throw ProtocolError(
-            fmt::format("key length {} exceeds the limit of {} bytes", keyBytes, kMaxKeyBytes));
-      }
-      if (in.size() < 5 + keyBytes + 8) break;
-      uint64_t valueBytes = wire::getU64(in.data() + 5 + keyBytes);
-      if (valueBytes > kMaxValueBytes) {
-        throw ProtocolError(fmt::format("value length {} exceeds the limit of {} bytes", valueBytes,
-                                        kMaxValueBytes));
-      }
-      size_t frameBytes = 5 + keyBytes + 8 + valueBytes;
-      if (in.size() < frameBytes) {
-        c.in.reserve(frameBytes);  // Checked against kMaxValueBytes above.
+      if (request.outcome == wire::DecodedRequest::Outcome::kIncomplete) {
+        // Lengths checked by decodeRequest against kMaxKeyBytes / kMaxValueBytes.
+        if (request.frameBytes > 0) c.in.reserve(request.frameBytes);
         break;
       }
-      std::string key = in.substr(5, keyBytes);
-      std::string value = in.substr(5 + keyBytes + 8, valueBytes);
-      c.in.erase(0, frameBytes);
+      uint8_t op = request.op;
+      std::string key(request.key);
+      std::string value(request.value);
+      c.in.erase(0, request.frameBytes);
       handleFrame(id, c, op, std::move(key), std::move(value));
     }
   } catch (const ProtocolError& error) {

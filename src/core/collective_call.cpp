@@ -48,6 +48,7 @@ std::shared_ptr<Operation> issuePointToPoint(CommState& state, const CollectiveC
                            : static_cast<char*>(call.recvbuf);
   transfer.bytes = bytes;
   op->transfers.push_back(transfer);
+  if (call.options != nullptr) op->timeout = call.options->timeout;
   return state.submit(op);
 }
 
@@ -177,6 +178,7 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
                             call.collective == Collective::kAllToAllv ? sendElems : count,
                             call.type,
                             call.op};
+  request.topology = state.topology();
   const algo::Algorithm& algorithm = state.chooseAlgorithm(request, call.options->algorithm);
   const exec::BoundPlan& bound = state.boundPlan(algorithm, request);
 
@@ -206,6 +208,7 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
     op->stageFrom = static_cast<const char*>(call.sendbuf);
     op->stageBytes = sendElems * es;
   }
+  if (call.options != nullptr) op->timeout = call.options->timeout;
   return state.submit(op);
 }
 

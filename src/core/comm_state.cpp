@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/comm_topology.hpp"
 #include "core/log.hpp"
 #include "plan/printer.hpp"
 #include "plan/verifier.hpp"
@@ -14,11 +15,19 @@ namespace grove::detail {
 
 using Clock = std::chrono::steady_clock;
 
-CommState::CommState(std::unique_ptr<transport::Transport> transport, Config config)
+CommState::CommState(std::unique_ptr<transport::Transport> transport, Config config,
+                     std::shared_ptr<const topo::Topology> topology)
     : rank_(transport->rank()),
       size_(transport->size()),
       config_(std::move(config)),
-      transport_(std::move(transport)) {
+      transport_(std::move(transport)),
+      topology_(topology ? std::move(topology) : loadTopology(config_.topoFile, rank_, size_)) {
+  if (topology_ && topology_->rankCount() != size_) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("grove: topology '{}' (rank {} of {}) has {} ranks, the "
+                            "communicator has {}",
+                            topology_->name, rank_, size_, topology_->rankCount(), size_));
+  }
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   const int usable = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
@@ -27,6 +36,9 @@ CommState::CommState(std::unique_ptr<transport::Transport> transport, Config con
   log::info(rank_, "waiting: {} ranks on this host, {} CPUs: poll {} us{} before sleeping",
             transport_->ranksOnThisHost(), usable, spin_.count(),
             yieldWhileSpinning_ ? " (yielding between polls)" : "");
+  if (!config_.tracePath.empty()) {
+    tracer_ = std::make_unique<Tracer>(config_.tracePath, rank_, size_, config_.traceSteps);
+  }
 }
 
 CommState::~CommState() {
@@ -48,8 +60,12 @@ std::shared_ptr<Operation> CommState::newOperation() {
   return op;
 }
 
-const algo::Algorithm& CommState::chooseAlgorithm(const plan::PlanRequest& request,
+const algo::Algorithm& CommState::chooseAlgorithm(const plan::PlanRequest& asked,
                                                   std::string_view forced) {
+  // The communicator's topology always applies (callers such as tools may not set it): the
+  // cached choice must be the same whoever asks first, on every rank.
+  plan::PlanRequest request = asked;
+  request.topology = topology_.get();
   SelectionKey key{
       static_cast<int>(request.collective), request.count, static_cast<int>(request.type),
       static_cast<int>(request.op),         request.root,  std::string(forced)};
@@ -64,7 +80,9 @@ const algo::Algorithm& CommState::chooseAlgorithm(const plan::PlanRequest& reque
 }
 
 const exec::BoundPlan& CommState::boundPlan(const algo::Algorithm& algorithm,
-                                            const plan::PlanRequest& request) {
+                                            const plan::PlanRequest& asked) {
+  plan::PlanRequest request = asked;
+  request.topology = topology_.get();
   auto key = std::make_pair(&algorithm, request.root);
   auto found = plans_.find(key);
   if (found != plans_.end()) return *found->second;
@@ -93,7 +111,7 @@ const exec::BoundPlan& CommState::boundPlan(const algo::Algorithm& algorithm,
 }
 
 std::shared_ptr<Operation> CommState::submit(std::shared_ptr<Operation> op) {
-  op->deadline = Clock::now() + config_.timeout;
+  op->deadline = Clock::now() + (op->timeout.count() > 0 ? op->timeout : config_.timeout);
   if (groupDepth_ > 0) {
     if (op->plan == nullptr) {
       for (auto& held : grouped_) {
@@ -131,6 +149,7 @@ std::shared_ptr<Operation> CommState::groupEnd() {
 
 void CommState::start(Operation& op) {
   op.started = true;
+  if (tracer_ != nullptr) op.traceStartNs = exec::traceNowNs();
   if (op.plan == nullptr) {
     for (Transfer& transfer : op.transfers) {
       transfer.fifo = transfer.isSend ? &transport_->sendFifo(transfer.peer, 0)
@@ -148,6 +167,8 @@ void CommState::start(Operation& op) {
   }
   if (!op.inputExtents.empty()) op.buffers.input.explicitExtents = op.inputExtents.data();
   if (!op.outputExtents.empty()) op.buffers.output.explicitExtents = op.outputExtents.data();
+  op.buffers.trace = tracer_ != nullptr ? &tracer_->buffer() : nullptr;
+  op.buffers.sequence = op.sequence;
   op.execution.start(*op.plan, op.buffers);
 }
 
@@ -227,6 +248,7 @@ bool CommState::poll() {
     }
     if (progress == exec::Progress::kDone) {
       op.state = Operation::State::kDone;
+      if (tracer_ != nullptr) traceCall(op);
       queue_.pop_front();
       moved = true;
       continue;
@@ -255,6 +277,10 @@ std::string CommState::waitDescription(const Operation& op) const {
 
 bool CommState::failIfStuck(Clock::time_point now) {
   if (int peer = transport_->failedPeer(); peer >= 0) {
+    // Pass the failure on at once: ranks waiting on this one (and not connected to the
+    // failed rank) would otherwise learn of it only at their own deadline, or never — a
+    // rank that exits after its error closes its connections cleanly.
+    transport_->abort();
     failQueued(ErrorCode::kRemoteError,
                fmt::format("rank {} failed or aborted; this rank cannot complete the call", peer));
     return true;
@@ -263,10 +289,10 @@ bool CommState::failIfStuck(Clock::time_point now) {
   Operation& head = *queue_.front();
   if (now < head.deadline) return false;
   std::string where = waitDescription(head);
+  const std::chrono::milliseconds limit = head.timeout.count() > 0 ? head.timeout : config_.timeout;
   fail(head, ErrorCode::kTimeout,
        fmt::format("grove: {} on rank {} of {} timed out after {} s {}", head.describe(), rank_,
-                   size_, std::chrono::duration_cast<std::chrono::seconds>(config_.timeout).count(),
-                   where));
+                   size_, limit.count() / 1000.0, where));
   return true;
 }
 
@@ -328,11 +354,28 @@ void CommState::fail(Operation& op, ErrorCode code, const std::string& message) 
   op.state = Operation::State::kFailed;
   op.error = code;
   op.message = message;
+  if (tracer_ != nullptr) traceCall(op);
   // The connections are in an unknown state now: nothing queued can complete, and the
   // peers must hear about it instead of waiting for this rank.
   transport_->abort();
   failQueued(ErrorCode::kRemoteError,
              "an earlier operation on this communicator failed: " + message);
+}
+
+void CommState::traceCall(const Operation& op) {
+  exec::CallRecord record;
+  record.startNs = op.traceStartNs != 0 ? op.traceStartNs : exec::traceNowNs();
+  record.endNs = exec::traceNowNs();
+  record.sequence = op.sequence;
+  record.count = op.count;
+  record.bytes = op.count * dataTypeSize(op.type);
+  record.root = op.root;
+  record.collective = static_cast<uint8_t>(op.collective);
+  record.type = static_cast<uint8_t>(op.type);
+  record.op = static_cast<uint8_t>(op.op);
+  record.failed = op.state == Operation::State::kFailed;
+  record.algorithm = op.plan != nullptr ? op.algorithm : std::string_view("send/recv");
+  tracer_->buffer().addCall(record);
 }
 
 void CommState::failQueued(ErrorCode code, const std::string& reason) {
@@ -343,6 +386,7 @@ void CommState::failQueued(ErrorCode code, const std::string& reason) {
     op->error = code;
     op->message =
         fmt::format("grove: {} on rank {} of {}: {}", op->describe(), rank_, size_, reason);
+    if (tracer_ != nullptr && op->started) traceCall(*op);
   }
   queue_.clear();
 }

@@ -15,14 +15,19 @@
 #include "algo/registry.hpp"
 #include "core/config.hpp"
 #include "core/operation.hpp"
+#include "core/trace.hpp"
 #include "exec/executor.hpp"
+#include "topo/topology.hpp"
 #include "transport/transport.hpp"
 
 namespace grove::detail {
 
 class CommState {
  public:
-  CommState(std::unique_ptr<transport::Transport> transport, Config config);
+  /// `topology`: the communicator's topology when the caller already has it (the process
+  /// bootstrap, split); otherwise it is loaded from config.topoFile (GROVE_TOPO_FILE).
+  CommState(std::unique_ptr<transport::Transport> transport, Config config,
+            std::shared_ptr<const topo::Topology> topology = nullptr);
   ~CommState();
   CommState(const CommState&) = delete;
   CommState& operator=(const CommState&) = delete;
@@ -31,12 +36,15 @@ class CommState {
   int size() const { return size_; }
   const Config& config() const { return config_; }
   transport::Transport& transport() { return *transport_; }
+  /// The communicator's topology (GROVE_TOPO_FILE), or nullptr; fixed for its life.
+  const topo::Topology* topology() const { return topology_.get(); }
 
   /// An idle operation to fill in (recycled: no allocation once warm).
   std::shared_ptr<Operation> newOperation();
 
   /// The algorithm for a call shape: `forced` (a call option) or GROVE_ALGO or the cheapest.
-  /// Cached per shape; the choice is logged at GROVE_DEBUG=INFO the first time.
+  /// Cached per shape; the choice is logged at GROVE_DEBUG=INFO the first time. The
+  /// communicator's topology is used whatever `request.topology` says.
   const algo::Algorithm& chooseAlgorithm(const plan::PlanRequest& request, std::string_view forced);
   /// `algorithm`'s plan for this rank bound to this rank's connections; built, verified in
   /// debug builds and cached on first use.
@@ -78,6 +86,8 @@ class CommState {
   exec::Progress advanceTransfers(Operation& op);
   void fail(Operation& op, ErrorCode code, const std::string& message);
   void failQueued(ErrorCode code, const std::string& reason);
+  /// GROVE_TRACE: records `op` as a finished call.
+  void traceCall(const Operation& op);
   std::string waitDescription(const Operation& op) const;
   bool failIfStuck(std::chrono::steady_clock::time_point now);
   /// Throws kInvalidUsage when `op` is held by a group that has not ended (nothing could
@@ -90,6 +100,7 @@ class CommState {
   std::chrono::microseconds spin_;  ///< Polling before sleeping (see Config::spin).
   bool yieldWhileSpinning_;         ///< Ranks outnumber CPUs: give the core away between polls.
   std::unique_ptr<transport::Transport> transport_;
+  std::shared_ptr<const topo::Topology> topology_;
 
   std::deque<std::shared_ptr<Operation>> queue_;
   std::vector<std::shared_ptr<Operation>> pool_;
@@ -102,6 +113,8 @@ class CommState {
 
   char* scratch_ = nullptr;
   size_t scratchBytes_ = 0;
+
+  std::unique_ptr<Tracer> tracer_;  ///< GROVE_TRACE, or nullptr.
 
   std::atomic<bool> aborted_{false};
   ErrorCode asyncError_ = ErrorCode::kSuccess;

@@ -10,6 +10,7 @@
 
 #include "core/collective_call.hpp"
 #include "core/comm_state.hpp"
+#include "core/comm_topology.hpp"
 #include "core/validate.hpp"
 #include "transport/inproc/inproc_transport.hpp"
 
@@ -245,7 +246,8 @@ Communicator Communicator::split(int color, int key) {
     oldRanks.push_back(oldRank);
   }
   auto transport = s.transport().split(sequence, color, oldRanks, newRank);
-  return Communicator(std::make_shared<CommState>(std::move(transport), s.config()));
+  return Communicator(std::make_shared<CommState>(
+      std::move(transport), s.config(), detail::subsetTopology(s.topology(), oldRanks, newRank)));
 }
 
 void Communicator::abort() { state().abort(); }

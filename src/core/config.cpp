@@ -30,6 +30,7 @@ uint64_t readNumber(const char* name, uint64_t fallback, uint64_t min, uint64_t 
 Config Config::fromEnvironment() {
   Config config;
   if (const char* algo = getenv("GROVE_ALGO")) config.algo = algo;
+  if (const char* topo = getenv("GROVE_TOPO_FILE")) config.topoFile = topo;
   config.timeout = std::chrono::seconds(readNumber("GROVE_TIMEOUT", 300, 1, 86400 * 7));
   config.slotBytes = readNumber("GROVE_SLOT_BYTES", config.slotBytes, 4096, 64u << 20);
   if (config.slotBytes % 64 != 0) {
@@ -42,6 +43,8 @@ Config Config::fromEnvironment() {
     config.spin = std::chrono::microseconds(readNumber("GROVE_SPIN_US", 0, 0, 1'000'000));
   }
   config.verifyPlans = readNumber("GROVE_VERIFY", 0, 0, 1) == 1;
+  if (const char* trace = getenv("GROVE_TRACE")) config.tracePath = trace;
+  config.traceSteps = readNumber("GROVE_TRACE_STEPS", config.traceSteps, 1, 1u << 26);
   return config;
 }
 

@@ -27,8 +27,21 @@ struct Config {
   /// busy cores, 2 ranks: 5 us gives 10 us per 8-byte allreduce, 50-200 us give 50 us.
   std::chrono::microseconds spin{-1};
 
+  /// GROVE_TOPO_FILE: the communicator's topology, a preset spec ("dgx1v:0,1,4") or a JSON
+  /// file path (see docs/topology.md); empty = none. Read once per communicator; plans that
+  /// need a topology (packed trees) apply only with one, and the TCP transport then dials
+  /// each peer at the address the topology gives for the link to it.
+  std::string topoFile;
+
   /// GROVE_VERIFY=1: prove every new plan with the symbolic verifier before first use.
   bool verifyPlans = false;
+
+  /// GROVE_TRACE=PATH: write a Chrome trace of every call and step when the communicator is
+  /// destroyed ("%r" in PATH becomes the rank; see docs/tracing.md). Empty: no tracing.
+  std::string tracePath;
+  /// GROVE_TRACE_STEPS (default 262144): step records kept per rank; later ones are dropped
+  /// and counted. Reserved up front (about 80 bytes each) so tracing never allocates.
+  size_t traceSteps = 262144;
 
   /// Reads the variables above; malformed values throw grove::Error(kInvalidArgument)
   /// naming the variable.

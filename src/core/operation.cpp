@@ -24,6 +24,8 @@ void Operation::reset() {
   error = ErrorCode::kSuccess;
   message.clear();
   started = false;
+  timeout = std::chrono::milliseconds(0);
+  traceStartNs = 0;
 }
 
 std::string Operation::describe() const {

@@ -59,7 +59,9 @@ class Operation {
   std::string message;
   CommState* comm = nullptr;
   std::chrono::steady_clock::time_point deadline;
+  std::chrono::milliseconds timeout{0};  ///< The call's own limit; 0: the communicator's.
   bool started = false;
+  int64_t traceStartNs = 0;  ///< GROVE_TRACE: when the operation started executing.
 
   /// Clears everything for reuse by a new call (keeps vector capacity).
   void reset();

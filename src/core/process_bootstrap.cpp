@@ -13,6 +13,7 @@
 #include "bootstrap/rendezvous.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "core/comm_state.hpp"
+#include "core/comm_topology.hpp"
 #include "core/log.hpp"
 #include "grove/error.hpp"
 #include "transport/process/process_transport.hpp"
@@ -95,6 +96,9 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
   }
   if (const char* ifname = std::getenv("GROVE_SOCKET_IFNAME")) setup.tcp.interfaces = ifname;
   setup.tcp.secret = info.secret;
+  // The topology first: the TCP transport dials each peer over the link it names.
+  std::shared_ptr<const topo::Topology> topology = loadTopology(config.topoFile, rank, size);
+  if (topology) setup.tcp.linkAddresses = linkAddresses(*topology, rank);
   setup.jobId = rendezvous.await("job", "rank 0");
   for (int q = 0; q < size; ++q) {
     Announcement a = parseAnnouncement(
@@ -110,7 +114,7 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
   log::info(rank, "init: rank {} of {} from {} (store {}:{}), job {}", rank, size, info.source,
             info.rootHost, info.rootPort, setup.jobId);
   auto transport = std::make_unique<transport::ProcessTransport>(std::move(setup));
-  return std::make_shared<CommState>(std::move(transport), config);
+  return std::make_shared<CommState>(std::move(transport), config, std::move(topology));
 }
 
 }  // namespace

@@ -167,9 +167,16 @@ Progress Execution::advance() {
     const std::vector<BoundStep>& steps = plan_->channels[c];
     while (cursor.tile < cursor.tiles) {
       const BoundStep& bound = steps[cursor.step];
+      if (buffers_.trace != nullptr) {
+        cursor.attemptNs = traceNowNs();
+        if (cursor.readyNs == 0) cursor.readyNs = cursor.attemptNs;
+      }
       if (bound.step.after.channel >= 0 && !dependencyMet(bound.step.after, cursor.tile)) break;
       StepResult result = fire(bound, cursor.tile);
       if (result == StepResult::kBlocked) break;
+      if (buffers_.trace != nullptr && result == StepResult::kFired) {
+        traceFired(c, cursor, bound.step);
+      }
       if (result == StepResult::kFailed) {
         error_ = fmt::format("channel {} step {} tile {}: {}", c, cursor.step, cursor.tile, error_);
         return Progress::kFailed;
@@ -183,6 +190,28 @@ Progress Execution::advance() {
   }
   if (remainingChannels_ == 0) return Progress::kDone;
   return moved ? Progress::kMoved : Progress::kBlocked;
+}
+
+void Execution::traceFired(size_t channel, Cursor& cursor, const plan::Step& step) {
+  const size_t length = messageLength(step);
+  if (cursor.tile < messagesFor(length, buffers_.tileElems)) {
+    StepRecord record;
+    record.endNs = traceNowNs();
+    record.readyNs = cursor.readyNs;
+    record.attemptNs = cursor.attemptNs;
+    record.sequence = buffers_.sequence;
+    record.tile = cursor.tile;
+    const size_t begin = std::min<size_t>(cursor.tile * buffers_.tileElems, length);
+    record.bytes = std::min(buffers_.tileElems, length - begin) * elementBytes_;
+    record.channel = static_cast<int32_t>(channel);
+    record.step = static_cast<int32_t>(cursor.step);
+    record.recvPeer = plan::receives(step.op) ? step.recvPeer : -1;
+    record.sendPeer = plan::sends(step.op) ? step.sendPeer : -1;
+    record.op = static_cast<uint8_t>(step.op);
+    buffers_.trace->addStep(record);
+  }
+  // The next step of this channel is current from now on.
+  cursor.readyNs = 0;
 }
 
 WaitPoint Execution::waitPoint() const {

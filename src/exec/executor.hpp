@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "exec/layout.hpp"
+#include "exec/trace_buffer.hpp"
 #include "grove/types.hpp"
 #include "plan/plan.hpp"
 #include "transport/transport.hpp"
@@ -44,6 +45,9 @@ struct CallBuffers {
   ReduceOp op = ReduceOp::kSum;
   int nranks = 1;
   size_t tileElems = 1;  ///< Elements per tile (slot bytes / element size).
+  /// GROVE_TRACE: where to record every fired step, or nullptr (tracing off).
+  TraceBuffer* trace = nullptr;
+  uint64_t sequence = 0;  ///< The call's sequence number, for trace records.
 };
 
 /// What advance() observed.
@@ -78,11 +82,16 @@ class Execution {
     uint64_t tile = 0;
     uint32_t step = 0;
     uint64_t tiles = 0;  ///< Tiles this channel repeats its steps for.
+    // Tracing only: when the current step became current (0: not yet stamped) and when the
+    // latest attempt to fire it began.
+    int64_t readyNs = 0;
+    int64_t attemptNs = 0;
   };
   enum class StepResult { kFired, kBlocked, kFailed };
 
   StepResult fire(const BoundStep& bound, uint64_t tile);
   bool dependencyMet(const plan::StepRef& after, uint64_t tile) const;
+  void traceFired(size_t channel, Cursor& cursor, const plan::Step& step);
   size_t messageLength(const plan::Step& step) const;
   char* address(const plan::ChunkRef& ref, uint64_t tile, size_t* elements) const;
 

@@ -30,7 +30,9 @@ struct SimOptions {
 
 struct Prediction {
   double timeUs = 0;
-  double algbwGBps = 0;  ///< bytes / time, nccl-tests' algbw for this collective.
+  /// size / time with nccl-tests' size: SimOptions::bytes, times n for allgather,
+  /// reducescatter, alltoall(v), gather and scatter (the larger buffer).
+  double algbwGBps = 0;
   double busbwGBps = 0;  ///< nccl-tests' bus bandwidth factor applied.
   /// Per arc of the topology: bytes carried, and the fraction of the run it was busy.
   std::vector<double> arcBytes;
@@ -38,13 +40,14 @@ struct Prediction {
 };
 
 /// Predicts the run of `plans` (one per rank, plans[r].rank == r, all of one call shape)
-/// on `topology`. Throws grove::Error(kInvalidArgument) when the plans and the topology
-/// disagree on the rank count or a message has no route.
+/// on `topology`. The model is spelled out at the top of simulator.cpp. Throws
+/// grove::Error(kInvalidArgument) when the plans and the topology disagree on the rank count,
+/// a message has no route, or the plans deadlock.
 Prediction simulate(const std::vector<plan::Plan>& plans, const topo::Topology& topology,
                     const SimOptions& options);
 
-/// nccl-tests' busbw factor for a collective on n ranks (allreduce 2(n−1)/n, allgather and
-/// reducescatter (n−1)/n, others 1).
+/// nccl-tests' busbw factor for a collective on n ranks (allreduce 2(n−1)/n; allgather,
+/// reducescatter, alltoall(v), gather and scatter (n−1)/n; others 1).
 double busbwFactor(plan::Collective collective, int nranks);
 
 }  // namespace grove::model

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "topo/rational.hpp"
@@ -34,15 +35,23 @@ struct Rate {
 
 struct Bounds {
   int ranks = 0;
-  std::vector<Rate> lambda;   ///< Per root rank.
-  Rate lambdaMin;             ///< min over roots.
-  std::optional<Rate> sigma;  ///< Absent for graphs with switch vertices or > 14 ranks.
-  Rate rsAg;                  ///< RS+AG bound.
-  Rate allreduce;             ///< max(σ, RS+AG): the best tree-based allreduce rate.
-  /// Upper bound of any allreduce: Σ arc capacities / (2(n−1)) (per-rank bandwidth bound for
-  /// switch graphs); the other allreduce rates can never exceed it.
+  std::vector<Rate> lambda;  ///< Per root rank.
+  Rate lambdaMin;            ///< min over roots.
+  /// Absent for graphs with switch vertices (Steiner tree packing has no such formula).
+  std::optional<Rate> sigma;
+  Rate rsAg;       ///< RS+AG bound.
+  Rate allreduce;  ///< max(σ, RS+AG): the best tree-based allreduce rate.
+  /// Upper bound of any allreduce: every rank sends and receives 2(n−1)/n of the data, so
+  /// min(Σ capacity leaving ranks, Σ capacity entering ranks) / (2(n−1)) — Σ arc capacities
+  /// / (2(n−1)) on rank-only graphs, n·B / (2(n−1)) on a switch with B per rank. The other
+  /// allreduce rates can never exceed it.
   Rate allreduceCeiling;
-  std::optional<int> rings;  ///< Absent when the search was not run (> 12 ranks).
+  /// Absent when the search was not run (> 12 ranks, or capacities not integral) or gave
+  /// up (its node budget ran out before it could answer).
+  std::optional<int> rings;
+  /// Plain-English remarks for people: why σ or rings are absent, that the topology is not
+  /// strongly connected (then every rate is 0, naming a rank that cannot reach another).
+  std::vector<std::string> notes;
 };
 
 /// Maximum flow from vertex s to vertex t with arc capacities in link units (doubles), on
@@ -51,7 +60,8 @@ double maxFlow(const Topology& topology, int sourceVertex, int sinkVertex);
 /// The same with integral capacities (topology.integral() must hold).
 int64_t maxFlowUnits(const Topology& topology, int sourceVertex, int sinkVertex);
 
-/// Computes every bound above. Under 10 ms for 8 ranks.
+/// Computes every bound above. Under 10 ms for 8 ranks. With fewer than 2 ranks nothing
+/// has to move: every rate is +infinity (exact = false) and σ and rings are absent.
 Bounds computeBounds(const Topology& topology);
 
 }  // namespace grove::topo

@@ -67,6 +67,9 @@ class Topology {
  public:
   std::string name;       ///< E.g. "dgx1v:0,1,4"; informational.
   double unitGBps = 1.0;  ///< The link unit exact rates are expressed in.
+  /// How fast one rank copies or reduces in its own memory, GB/s of output (GPU presets:
+  /// device memory); 0 = unknown, the simulator assumes a CPU's rate.
+  double localGBps = 0;
   std::vector<Vertex> vertices;
   std::vector<Arc> arcs;
 
@@ -106,9 +109,11 @@ std::string toJson(const Topology& topology);
 
 /// A preset, optionally restricted to a subset of its ranks, renumbered in the order given:
 /// "dgx1v", "dgx1p", "dgx2", "h100x8", "dgx1v:0,1,4", "cluster:HxK[:g1,g2,...]" (H hosts of K
-/// ranks; optional per-host NIC speeds in Gbit/s, default 100), "mesh:N" (a full mesh of N
-/// ranks, unit links). A value that is not a preset name is read as a JSON file path. Throws
-/// grove::Error(kInvalidArgument) listing the presets when the spec is not understood.
+/// ranks; optional per-host NIC speeds in Gbit/s, default 100; switch vertices "net" and, for
+/// hosts of several ranks, one "nic<i>" per host that its ranks share), "mesh:N" (a full mesh
+/// of N ranks, unit links). presets.cpp's file comment gives every preset's numbers. A value that
+/// is not a preset name is read as a JSON file path. Throws grove::Error(kInvalidArgument) listing
+/// the presets when the spec is not understood.
 Topology fromSpec(std::string_view spec);
 /// The preset names with a one-line description each, for help texts.
 std::vector<std::pair<std::string, std::string>> presetList();

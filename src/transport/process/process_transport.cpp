@@ -120,6 +120,10 @@ std::unique_ptr<Transport> ProcessTransport::split(uint64_t sequence, int color,
   child.forceTcp = setup_.forceTcp;
   child.geometry = setup_.geometry;
   child.tcp = setup_.tcp;
+  child.tcp.linkAddresses.clear();  // per rank: renumbered like the members
+  if (!setup_.tcp.linkAddresses.empty()) {
+    for (int old : members) child.tcp.linkAddresses.push_back(setup_.tcp.linkAddresses[old]);
+  }
   child.timeout = setup_.timeout;
   child.store = setup_.store;
   child.keepAlive = setup_.keepAlive;

@@ -202,6 +202,11 @@ int ShmDomain::failedPeer() const {
       }
       if (shm::processGone(peer->pid.load(std::memory_order_relaxed))) {
         s.gone[r].store(true, std::memory_order_relaxed);
+        // A crashed peer leaves behind what it created and nobody attached to yet. (One
+        // that closed cleanly may have left data a slower peer has still to map.)
+        if (peer->closed.load(std::memory_order_acquire) == 0) {
+          removeRankSegments(s.options.jobId, r);
+        }
       }
     }
   }

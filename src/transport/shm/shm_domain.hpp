@@ -75,4 +75,9 @@ class ShmDomain {
 /// segments behind. Throws kInvalidArgument for an invalid job id.
 void removeJobSegments(std::string_view jobId);
 
+/// Removes the segments of job `jobId` that rank `rank` owns or shares: its node segment and
+/// every FIFO from or to it. For survivors, when they find that rank's process gone: nobody
+/// else would remove what it created but no peer attached to yet.
+void removeRankSegments(std::string_view jobId, int rank);
+
 }  // namespace grove::transport

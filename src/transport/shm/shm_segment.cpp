@@ -195,4 +195,26 @@ void removeJobSegments(std::string_view jobId) {
   closedir(dir);
 }
 
+void removeRankSegments(std::string_view jobId, int rank) {
+  shm::unlinkSegment(shm::nodeSegmentName(jobId, rank));
+  const std::string prefix = "grove-" + std::string(jobId) + "-f";
+  const std::string asSource = std::to_string(rank) + "-";
+  const std::string asDestination = "-" + std::to_string(rank) + "-";
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return;
+  while (dirent* entry = readdir(dir)) {
+    std::string_view name(entry->d_name);
+    if (!shm::isJobSegment(name, jobId) || name.substr(0, prefix.size()) != prefix) continue;
+    // The rest is "<src>-<dst>-<lane>".
+    std::string_view rest = name.substr(prefix.size());
+    const size_t dash = rest.find('-');
+    if (rest.substr(0, asSource.size()) == asSource ||
+        (dash != std::string_view::npos &&
+         rest.substr(dash, asDestination.size()) == asDestination)) {
+      shm::unlinkSegment("/" + std::string(name));
+    }
+  }
+  closedir(dir);
+}
+
 }  // namespace grove::transport

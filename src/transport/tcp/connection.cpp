@@ -130,30 +130,15 @@ bool Connection::pumpWrite() {
 bool Connection::onHeader() {
   rx_ = FrameHeader::decode(rxHeader_);
   rxHeaderDone_ = 0;
-  if (rx_.magic != kFrameMagic) {
-    fail(State::kBroken,
-         fmt::format("rank {} sent a frame with bad magic {:#010x}", peer_, rx_.magic));
+  FrameRules rules{direction_ == Direction::kIncoming && !byeReceived_, slotBytes_, streams_,
+                   stream_};
+  FrameCheck check = checkFrameHeader(rx_, rules);
+  if (check != FrameCheck::kOk) {
+    fail(State::kBroken, describeFrameProblem(check, rx_, rules, peer_));
     return false;
   }
   switch (static_cast<FrameKind>(rx_.kind)) {
     case FrameKind::kData:
-      if (direction_ != Direction::kIncoming || byeReceived_) {
-        fail(State::kBroken, fmt::format("rank {} sent a data frame on a connection that "
-                                         "carries none",
-                                         peer_));
-        return false;
-      }
-      if (rx_.bytes > slotBytes_) {
-        fail(State::kBroken, fmt::format("rank {} sent a frame of {} bytes on lane {}, more than "
-                                         "the slot size {}",
-                                         peer_, rx_.bytes, rx_.lane, slotBytes_));
-        return false;
-      }
-      if (rx_.lane % streams_ != stream_) {
-        fail(State::kBroken, fmt::format("rank {} sent lane {} on stream {} (expected stream {})",
-                                         peer_, rx_.lane, stream_, rx_.lane % streams_));
-        return false;
-      }
       if (rx_.lane >= rxLanes_.size()) rxLanes_.resize(rx_.lane + 1u, nullptr);
       if (rxLanes_[rx_.lane] == nullptr) rxLanes_[rx_.lane] = lookup_(rx_.lane);
       rxFifo_ = rxLanes_[rx_.lane];
@@ -166,8 +151,7 @@ bool Connection::onHeader() {
       byeReceived_ = true;
       return true;
   }
-  fail(State::kBroken, fmt::format("rank {} sent a frame of unknown kind {}", peer_, rx_.kind));
-  return false;
+  return false;  // checkFrameHeader accepts no other kind.
 }
 
 bool Connection::pumpRead() {

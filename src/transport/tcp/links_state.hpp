@@ -122,6 +122,9 @@ struct LinksState {
     });
   }
   void setHelperFd(Helper& helper, int fd);
+  /// The address to dial `peer` at: its link address from options.linkAddresses (with the
+  /// port of `published`) when there is one, else `published`; logs the choice.
+  std::string dialAddress(int peer, const std::string& published) const;
   /// Dials (peer, stream) on a helper thread.
   void startDial(int peer, int stream, std::string peerAddress);
   /// Runs the acceptor's handshake for `socket` on a helper thread.

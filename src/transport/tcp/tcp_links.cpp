@@ -72,11 +72,39 @@ LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Door
         fmt::format("TcpLinks rank {}: eventfd/epoll_create1 failed (errno {})", o.rank, errno));
   }
   attachEventFd(netBell, eventFd.fd());
+  if (!o.linkAddresses.empty() && o.linkAddresses.size() != static_cast<size_t>(o.size)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("TcpLinks: rank {}: {} link addresses for {} ranks (expected none "
+                            "or one per rank)",
+                            o.rank, o.linkAddresses.size(), o.size));
+  }
+  const bool perLink = std::any_of(o.linkAddresses.begin(), o.linkAddresses.end(),
+                                   [](const std::string& a) { return !a.empty(); });
   InterfaceChoice choice = chooseInterface(o.interfaces, o.rank);
-  auto [socket, port] = listenOn(choice.address);
+  // Peers dial the topology's per-link addresses: accept on all of them (the wildcard).
+  const bool v6 = choice.address.find(':') != std::string::npos;
+  auto [socket, port] = listenOn(perLink ? (v6 ? "::" : "0.0.0.0") : choice.address);
   listener = std::move(socket);
   address = formatHostPort(choice.address, port);
-  log::info(o.rank, "TCP transport listens on {} ({})", address, choice.name);
+  log::info(o.rank, "TCP transport listens on {} ({}){}", address, choice.name,
+            perLink ? fmt::format(" and on every local address (port {}): the topology gives "
+                                  "per-link addresses",
+                                  port)
+                    : "");
+}
+
+std::string LinksState::dialAddress(int peer, const std::string& published) const {
+  if (options.linkAddresses.empty()) return published;
+  const std::string& link = options.linkAddresses[static_cast<size_t>(peer)];
+  std::string chosen = published;
+  if (!link.empty()) {
+    auto [host, port] = parseHostPort(published);
+    chosen = formatHostPort(link, port);
+  }
+  log::info(options.rank, "TCP transport: rank {} via {} ({})", peer, chosen,
+            link.empty() ? "published address: the topology names no link of its own"
+                         : "the topology's link address");
+  return chosen;
 }
 
 Fifo& LinksState::recvFifo(int peer, int lane) {
@@ -239,7 +267,9 @@ Fifo& TcpLinks::sendFifo(int peer, int lane) {
     if (known == s.peerAddresses.end()) {
       std::string key = fmt::format("{}/tcp/{}", s.options.keyPrefix, peer);
       try {
-        known = s.peerAddresses.emplace(peer, s.store.get(key, s.options.timeout)).first;
+        known =
+            s.peerAddresses.emplace(peer, s.dialAddress(peer, s.store.get(key, s.options.timeout)))
+                .first;
       } catch (const std::exception& error) {
         s.markFailed(peer,
                      fmt::format("no address for rank {} under '{}': {}", peer, key, error.what()));

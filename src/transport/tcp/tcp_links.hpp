@@ -25,6 +25,12 @@ struct TcpOptions {
   std::string interfaces;  ///< GROVE_SOCKET_IFNAME (NCCL syntax), empty = automatic.
   std::string secret;      ///< Job secret for the connection handshake.
   std::chrono::milliseconds timeout{300'000};
+  /// Per rank (empty, or one entry per rank): the address of that peer on the link this
+  /// rank's topology (GROVE_TOPO_FILE) names for the arc this rank -> peer; an empty entry
+  /// means "no link of its own". When any entry is set, the listener accepts on every local
+  /// address and a peer with an entry is dialed at that address (with its published port),
+  /// so each edge of a plan really travels its own link.
+  std::vector<std::string> linkAddresses;
 };
 
 class TcpLinks {

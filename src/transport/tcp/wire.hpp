@@ -9,10 +9,13 @@
 // every field read from the wire is range-checked before it is used.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace grove::transport::tcp {
 
@@ -53,6 +56,68 @@ struct FrameHeader {
     return header;
   }
 };
+
+/// What the receiving end of a connection allows in a frame header.
+struct FrameRules {
+  bool acceptsData = false;  ///< An incoming connection whose peer has not said bye yet.
+  uint64_t slotBytes = 0;    ///< Largest data payload (the receive FIFO's slot size).
+  int streams = 1;           ///< socketsPerPeer: lane L travels on stream L % streams.
+  int stream = 0;            ///< This connection's stream.
+};
+
+/// The receiver's verdict on a frame header.
+enum class FrameCheck {
+  kOk,
+  kBadMagic,        ///< Not the start of a frame: the byte stream is out of step or garbage.
+  kUnknownKind,     ///< A kind this wire version does not define.
+  kUnexpectedData,  ///< Data on an outgoing connection, or after the peer's bye.
+  kTooLarge,        ///< More payload bytes than a slot holds.
+  kWrongStream,     ///< The lane belongs to another stream of this peer.
+};
+
+/// Checks every field of a received header before any of it is used (a pure function: the
+/// fuzzer calls it on arbitrary bytes). Only a kOk data header may size a read.
+inline FrameCheck checkFrameHeader(const FrameHeader& header, const FrameRules& rules) {
+  if (header.magic != kFrameMagic) return FrameCheck::kBadMagic;
+  switch (static_cast<FrameKind>(header.kind)) {
+    case FrameKind::kData:
+      if (!rules.acceptsData) return FrameCheck::kUnexpectedData;
+      if (header.bytes > rules.slotBytes) return FrameCheck::kTooLarge;
+      if (rules.streams < 1 || header.lane % rules.streams != rules.stream) {
+        return FrameCheck::kWrongStream;
+      }
+      return FrameCheck::kOk;
+    case FrameKind::kAbort:
+    case FrameKind::kBye:
+      return FrameCheck::kOk;
+  }
+  return FrameCheck::kUnknownKind;
+}
+
+/// Why a header was rejected, naming the sending rank `peer` (for the connection's error).
+inline std::string describeFrameProblem(FrameCheck check, const FrameHeader& header,
+                                        const FrameRules& rules, int peer) {
+  switch (check) {
+    case FrameCheck::kOk:
+      break;
+    case FrameCheck::kBadMagic:
+      return fmt::format("rank {} sent a frame with bad magic {:#010x} (expected {:#010x})", peer,
+                         header.magic, kFrameMagic);
+    case FrameCheck::kUnknownKind:
+      return fmt::format("rank {} sent a frame of unknown kind {} (expected 0, 1 or 2)", peer,
+                         header.kind);
+    case FrameCheck::kUnexpectedData:
+      return fmt::format("rank {} sent a data frame on a connection that carries none", peer);
+    case FrameCheck::kTooLarge:
+      return fmt::format("rank {} sent a frame of {} bytes on lane {}, more than the slot size {}",
+                         peer, header.bytes, header.lane, rules.slotBytes);
+    case FrameCheck::kWrongStream:
+      return fmt::format("rank {} sent lane {} on stream {} (expected stream {})", peer,
+                         header.lane, rules.stream,
+                         rules.streams < 1 ? -1 : header.lane % rules.streams);
+  }
+  return fmt::format("rank {} sent an acceptable frame header", peer);
+}
 
 /// First message of the connecting side: {u32 magic, u16 version, u16 stream, u32 src,
 /// u32 dst, u64 slotBytes}.

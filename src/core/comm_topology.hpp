@@ -1,0 +1,39 @@
+// The communicator's topology (GROVE_TOPO_FILE): read once when a communicator
+// is created, checked against the communicator, kept for its life, narrowed by
+// split.
+//
+// Why a file of its own: the process bootstrap needs the topology before the
+// transport exists (the TCP transport dials each peer at the address of the
+// link the topology names), CommState keeps it for plan requests, and split
+// derives the sub-communicator's topology. All three go through these functions
+// so errors read the same everywhere.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "topo/topology.hpp"
+
+namespace grove::detail {
+
+/// Loads `spec` (a preset like "dgx1v:0,1,4" or a JSON path, see
+/// topo::fromSpec) for `rank` of a communicator of `size` ranks; nullptr when
+/// `spec` is empty. Throws grove::Error(kInvalidArgument) naming
+/// GROVE_TOPO_FILE, the rank and the problem, e.g. "has 3 ranks, the
+/// communicator has 4". Logged at INFO.
+std::shared_ptr<const topo::Topology> loadTopology(const std::string& spec, int rank, int size);
+
+/// For each rank q (one entry per rank of `topology`): the address of q on the
+/// direct arc rank -> q when that arc names one, else "". All empty when no arc
+/// of `rank` has an address.
+std::vector<std::string> linkAddresses(const topo::Topology& topology, int rank);
+
+/// The topology of a sub-communicator made of `members` (ranks of `topology`,
+/// in new-rank order), for `newRank` (logs only); nullptr when `topology` is
+/// nullptr.
+std::shared_ptr<const topo::Topology> subsetTopology(const topo::Topology* topology,
+                                                     std::span<const int> members, int newRank);
+
+}  // namespace grove::detail

@@ -1,0 +1,129 @@
+// fault_check: one rank of a fault-injection trial (tests/fault/fault_test.py).
+//
+// It joins the job from the launcher's environment, says "ready", then runs one collective
+// in a loop, checking every result, until a call fails — which it must, since the test kills
+// or stops a peer. It then prints one line the test reads:
+//   error <rank> <code> <detected_ns> <iterations> <message>
+// where detected_ns is CLOCK_MONOTONIC when the error surfaced (the same clock the test
+// reads when it sends the signal), and exits 3. A wrong result prints "corrupt ..." and
+// exits 4: a dying peer must cost an error, never a wrong answer.
+//
+// Usage: fault_check COLLECTIVE BYTES   (allreduce broadcast allgather reducescatter alltoall)
+#include <time.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "grove/communicator.hpp"
+#include "grove/error.hpp"
+
+namespace {
+
+int64_t monotonicNs() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+// Every element of the result must equal `expected`.
+bool allEqual(const std::vector<int32_t>& values, size_t count, int32_t expected) {
+  for (size_t i = 0; i < count; ++i) {
+    if (values[i] != expected) return false;
+  }
+  return true;
+}
+
+// One token per error code, for the test's line parser.
+const char* codeName(grove::ErrorCode code) {
+  switch (code) {
+    case grove::ErrorCode::kRemoteError:
+      return "RemoteError";
+    case grove::ErrorCode::kTimeout:
+      return "Timeout";
+    case grove::ErrorCode::kInvalidUsage:
+      return "InvalidUsage";
+    case grove::ErrorCode::kInvalidArgument:
+      return "InvalidArgument";
+    case grove::ErrorCode::kSystemError:
+      return "SystemError";
+    default:
+      return "Other";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: fault_check COLLECTIVE BYTES\n");
+    return 2;
+  }
+  const std::string collective = argv[1];
+  const size_t count = std::max<size_t>(1, std::strtoull(argv[2], nullptr, 10) / 4);
+  try {
+    grove::Communicator comm = grove::Communicator::fromEnv();
+    const int rank = comm.rank();
+    const int n = comm.size();
+    std::vector<int32_t> in(count * n, rank + 1);
+    std::vector<int32_t> out(count * n, 0);
+    // Announce readiness after two calls: connections are made on first use, and the trial
+    // is about failures in the middle of the traffic, not during connection set-up.
+    for (uint64_t iteration = 0;; ++iteration) {
+      if (iteration == 2) {
+        std::printf("ready %d\n", rank);
+        std::fflush(stdout);
+      }
+      try {
+        bool ok = true;
+        if (collective == "allreduce") {
+          comm.allReduce(in.data(), out.data(), count, grove::DataType::kInt32,
+                         grove::ReduceOp::kSum);
+          ok = allEqual(out, count, n * (n + 1) / 2);
+        } else if (collective == "broadcast") {
+          comm.broadcast(in.data(), out.data(), count, grove::DataType::kInt32, 0);
+          ok = allEqual(out, count, 1);
+        } else if (collective == "allgather") {
+          comm.allGather(in.data(), out.data(), count, grove::DataType::kInt32);
+          for (int r = 0; r < n && ok; ++r) {
+            ok = out[r * count] == r + 1 && out[(r + 1) * count - 1] == r + 1;
+          }
+        } else if (collective == "reducescatter") {
+          comm.reduceScatter(in.data(), out.data(), count, grove::DataType::kInt32,
+                             grove::ReduceOp::kSum);
+          ok = allEqual(out, count, n * (n + 1) / 2);
+        } else if (collective == "alltoall") {
+          comm.allToAll(in.data(), out.data(), count, grove::DataType::kInt32);
+          for (int r = 0; r < n && ok; ++r) ok = out[r * count] == r + 1;
+        } else {
+          std::fprintf(stderr, "fault_check: unknown collective '%s'\n", collective.c_str());
+          return 2;
+        }
+        if (!ok) {
+          std::printf("corrupt %d %s iteration %llu\n", rank, collective.c_str(),
+                      static_cast<unsigned long long>(iteration));
+          std::fflush(stdout);
+          return 4;
+        }
+      } catch (const grove::Error& error) {
+        const int64_t detected = monotonicNs();
+        std::string message = error.what();
+        for (char& c : message) {
+          if (c == '\n') c = ' ';
+        }
+        std::printf("error %d %s %lld %llu %s\n", rank, codeName(error.code()),
+                    static_cast<long long>(detected), static_cast<unsigned long long>(iteration),
+                    message.c_str());
+        std::fflush(stdout);
+        return 3;
+      }
+    }
+  } catch (const std::exception& error) {
+    std::printf("init-error %s\n", error.what());
+    std::fflush(stdout);
+    return 5;
+  }
+}

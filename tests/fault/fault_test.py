@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Fault injection with real processes: a peer that dies or stops must give every other rank
+an error — quickly, never a hang, never a wrong result — and leave nothing behind.
+
+Each trial starts N ranks of fault_check by hand (grove's own launcher variables, rank 0
+serving the store, as `grove run` would — but without `grove run`, which would stop the
+survivors itself), waits until every rank is in the middle of its loop of collectives, then
+signals one rank:
+
+  kill TRIALS [SEED]   SIGKILL a random rank in each of TRIALS trials over collectives, sizes,
+                       rank counts and transports (shared memory, TCP). Every survivor must
+                       report an error within 2 x GROVE_TIMEOUT (the test fails otherwise);
+                       how fast is reported (median, slowest, how many took over 1 s).
+  stop                 SIGSTOP one rank: the others must fail with a timeout that names it.
+
+After each trial no process of the trial may remain and no /dev/shm/grove-<job>-* entry.
+Exit status 0 = pass, 1 = fail. Nothing here asserts how long anything took except the hard
+2 x GROVE_TIMEOUT bound on detection, which is the failure-model promise under test.
+"""
+import os
+import random
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+CHECK = None
+MARKER = "grove-fault-test-%d-%06d" % (os.getpid(), random.randrange(10**6))
+LAUNCHER_VARS = re.compile(r"^(GROVE_(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_SIZE|LOCAL_WORLD_SIZE|ROOT|"
+                           r"SECRET|JOB_ID|TRANSPORT|STORE|HOST_ID|TRACE)|RANK|WORLD_SIZE|LOCAL_RANK|"
+                           r"LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|OMPI_.*|PMI_.*|PMIX_.*|"
+                           r"MPI_LOCALRANKID|MPI_LOCALNRANKS|SLURM_.*)$")
+ERROR_LINE = re.compile(r"^error (\d+) (\S+) (\d+) (\d+) (.*)$")
+failures = []
+
+
+def fail(message):
+    failures.append(message)
+    sys.stderr.write("fault_test: FAIL: %s\n" % message)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Trial:
+    """N ranks of fault_check running one collective in a loop."""
+
+    def __init__(self, n, collective, size, tcp, timeout):
+        self.n, self.timeout = n, timeout
+        self.job = "ftest%d%06d" % (os.getpid(), random.randrange(10**6))
+        self.label = "%s %dB n=%d %s" % (collective, size, n, "tcp" if tcp else "shm")
+        port = free_port()
+        self.procs = []
+        for rank in range(n):
+            env = {k: v for k, v in os.environ.items() if not LAUNCHER_VARS.match(k)}
+            env.update({"GROVE_RANK": str(rank), "GROVE_WORLD_SIZE": str(n),
+                        "GROVE_LOCAL_RANK": str(rank), "GROVE_ROOT": "127.0.0.1:%d" % port,
+                        "GROVE_SECRET": "fault-%s" % self.job, "GROVE_JOB_ID": self.job,
+                        "GROVE_TIMEOUT": str(timeout), "GROVE_PROC_TEST_MARKER": MARKER})
+            if tcp:
+                env["GROVE_TRANSPORT"] = "tcp"
+            self.procs.append(subprocess.Popen([CHECK, collective, str(size)], env=env,
+                                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                               stderr=subprocess.PIPE, text=True))
+
+    def wait_ready(self, limit):
+        """True when every rank printed 'ready' within `limit` seconds."""
+        deadline = time.monotonic() + limit
+        for p in self.procs:
+            while True:
+                if time.monotonic() > deadline:
+                    return False
+                line = p.stdout.readline()
+                if not line:
+                    return False
+                if line.startswith("ready"):
+                    break
+        return True
+
+    def finish(self, limit):
+        """Waits for every process (killing what outlives `limit`); returns {rank: (out, err,
+        status)}; status None means it had to be killed."""
+        deadline = time.monotonic() + limit
+        results = {}
+        for rank, p in enumerate(self.procs):
+            try:
+                out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
+                results[rank] = (out, err, p.returncode)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+                results[rank] = (out, err, None)
+        return results
+
+    def kill_all(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs:
+            p.communicate()
+
+
+def marked_processes():
+    needle = ("GROVE_PROC_TEST_MARKER=%s\0" % MARKER).encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % entry, "rb") as f:
+                if needle in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def leftovers(job):
+    """Processes of this run and shared-memory entries of `job` still present (removed)."""
+    left = []
+    for _ in range(50):
+        pids = marked_processes()
+        if not pids:
+            break
+        time.sleep(0.05)
+    else:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        left.append("processes %s" % pids)
+    entries = [e for e in os.listdir("/dev/shm") if e.startswith("grove-%s-" % job)]
+    for e in entries:
+        os.unlink(os.path.join("/dev/shm", e))
+    if entries:
+        left.append("/dev/shm %s" % sorted(entries))
+    return left
+
+
+def case_kill(trials, seed):
+    rng = random.Random(seed)
+    timeout = 10
+    latencies = []
+    survivors = errored = 0
+    for t in range(trials):
+        n = rng.choice([2, 3, 4, 5])
+        collective = rng.choice(["allreduce", "broadcast", "allgather", "reducescatter",
+                                 "alltoall"])
+        size = rng.choice([8, 4096, 1 << 20, 8 << 20])
+        tcp = rng.random() < 0.25
+        trial = Trial(n, collective, size, tcp, timeout)
+        if not trial.wait_ready(60):
+            trial.kill_all()
+            fail("trial %d (%s): ranks did not get ready" % (t, trial.label))
+            continue
+        time.sleep(rng.uniform(0, 0.05))
+        victim = rng.randrange(n)
+        trial.procs[victim].send_signal(signal.SIGKILL)
+        killed_ns = time.monotonic_ns()
+        results = trial.finish(2 * timeout + 5)
+        for rank, (out, err, status) in results.items():
+            if rank == victim:
+                continue
+            survivors += 1
+            lines = [ERROR_LINE.match(l) for l in out.splitlines()]
+            lines = [m for m in lines if m]
+            if status is None:
+                fail("trial %d (%s): rank %d hung after rank %d was killed" %
+                     (t, trial.label, rank, victim))
+            elif "corrupt" in out:
+                fail("trial %d (%s): rank %d computed a wrong result: %s" %
+                     (t, trial.label, rank, out.strip()))
+            elif status != 3 or not lines:
+                fail("trial %d (%s): rank %d ended with status %s and no error line:\n%s%s" %
+                     (t, trial.label, rank, status, out, err))
+            else:
+                m = lines[-1]
+                latency = (int(m.group(3)) - killed_ns) / 1e9
+                errored += 1
+                latencies.append(max(latency, 0.0))
+                if latency > 1.0:
+                    print("fault_test: trial %d (%s): rank %d noticed rank %d's death after "
+                          "%.2f s: %s" % (t, trial.label, rank, victim, latency, m.group(5)))
+                if latency > 2 * timeout:
+                    fail("trial %d (%s): rank %d needed %.2f s to notice rank %d's death" %
+                         (t, trial.label, rank, latency, victim))
+        for what in leftovers(trial.job):
+            fail("trial %d (%s): left behind: %s" % (t, trial.label, what))
+    if latencies:
+        latencies.sort()
+        print("fault_test kill: %d trials, %d survivors, %d errored; detection median %.3f s, "
+              "slowest %.3f s, %d over 1 s" %
+              (trials, survivors, errored, statistics.median(latencies), latencies[-1],
+               sum(1 for x in latencies if x > 1.0)))
+
+
+def case_stop():
+    timeout = 3
+    for tcp in (False, True):
+        trial = Trial(3, "allreduce", 4096, tcp, timeout)
+        if not trial.wait_ready(60):
+            trial.kill_all()
+            fail("stop (%s): ranks did not get ready" % trial.label)
+            continue
+        victim = 1
+        trial.procs[victim].send_signal(signal.SIGSTOP)
+        others = [p for r, p in enumerate(trial.procs) if r != victim]
+        outputs = {}
+        for rank, p in enumerate(trial.procs):
+            if rank == victim:
+                continue
+            try:
+                out, err = p.communicate(timeout=2 * timeout + 5)
+                outputs[rank] = (out, err, p.returncode)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+                outputs[rank] = (out, err, None)
+        trial.procs[victim].send_signal(signal.SIGKILL)
+        trial.procs[victim].communicate()
+        named = False
+        for rank, (out, err, status) in outputs.items():
+            m = [ERROR_LINE.match(l) for l in out.splitlines()]
+            m = [x for x in m if x]
+            if status is None or not m:
+                fail("stop (%s): rank %d did not fail with an error:\n%s%s" %
+                     (trial.label, rank, out, err))
+                continue
+            code, message = m[-1].group(2), m[-1].group(5)
+            if code not in ("Timeout", "RemoteError"):
+                fail("stop (%s): rank %d failed with %s: %s" % (trial.label, rank, code, message))
+            # The rank that timed out names the stopped rank; its peer may learn of that
+            # failure first (RemoteError naming the rank that timed out).
+            if code == "Timeout" and "rank %d" % victim in message:
+                named = True
+        if not named:
+            fail("stop (%s): no timeout named the stopped rank %d: %s" %
+                 (trial.label, victim, {r: o[0].strip() for r, o in outputs.items()}))
+        for what in leftovers(trial.job):
+            fail("stop (%s): left behind: %s" % (trial.label, what))
+    print("fault_test stop: done")
+
+
+def main():
+    global CHECK
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
+    CHECK = sys.argv[1]
+    case = sys.argv[2]
+    if case == "kill":
+        trials = int(sys.argv[3]) if len(sys.argv) > 3 else 100
+        seed = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+        case_kill(trials, seed)
+    elif case == "stop":
+        case_stop()
+    else:
+        raise SystemExit("fault_test: unknown case %r" % case)
+    if failures:
+        sys.stderr.write("fault_test: %d failure(s)\n" % len(failures))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
