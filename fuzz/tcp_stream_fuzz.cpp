@@ -50,6 +50,7 @@ std::map<uint16_t, std::vector<std::string>> expected(const uint8_t* data, size_
     if (checkFrameHeader(header, rules) != FrameCheck::kOk) break;
     auto kind = static_cast<FrameKind>(header.kind);
     if (kind == FrameKind::kAbort) break;
+    if (kind == FrameKind::kHeartbeat) continue;
     if (kind == FrameKind::kBye) {
       rules.acceptsData = false;
       continue;

@@ -1,8 +1,9 @@
 // libFuzzer target for what a TCP transport peer sends before and between payloads: the
 // authentication handshake (bootstrap::Handshake, server and client side), the Hello and its
-// HelloAck, and the stream of frame headers (wire.hpp). The first byte picks the decoder and
-// the receiver's settings, the rest is the peer's bytes. Every verdict is checked against
-// the fields it judged, so a check that lets a bad field through is found, not only a crash.
+// HelloAck, and the stream of frame headers (wire.hpp) with the abort notice's payload. The first
+// byte picks the decoder and the receiver's settings, the rest is the peer's bytes. Every verdict
+// is checked against the fields it judged, so a check that lets a bad field through is found, not
+// only a crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -55,8 +56,24 @@ void fuzzFrames(uint8_t settings, const uint8_t* data, size_t size) {
         at += payload;
         break;
       }
-      case FrameKind::kAbort:
+      case FrameKind::kAbort: {  // The notice: origin and cause, decoded and checked.
+        size_t payload = static_cast<size_t>(header.bytes);
+        require(payload >= grove::transport::tcp::kAbortNoticeMinBytes &&
+                payload <= grove::transport::tcp::kAbortNoticeMaxBytes);
+        if (payload > size - at) return;
+        grove::transport::tcp::AbortNotice notice;
+        int ranks = 1 + (settings & 15);
+        if (grove::transport::tcp::AbortNotice::decode(data + at, payload, ranks, &notice)) {
+          require(notice.origin < static_cast<uint32_t>(ranks));
+          require(notice.cause.size() == payload - 4);
+          for (char c : notice.cause) require(c >= 0x20 && c <= 0x7e);
+          require(notice.encode().size() == payload);
+        }
         return;
+      }
+      case FrameKind::kHeartbeat:
+        require(header.bytes == 0);
+        break;
       case FrameKind::kBye:
         rules.acceptsData = false;
         break;

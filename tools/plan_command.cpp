@@ -12,12 +12,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "algo/registry.hpp"
 #include "command.hpp"
 #include "grove/error.hpp"
+#include "perf_options.hpp"
 #include "plan/printer.hpp"
 #include "plan/verifier.hpp"
 #include "plan_topo.hpp"
@@ -58,24 +60,12 @@ plan::Collective parseCollective(const std::string& name) {
 }
 
 size_t parseCount(const std::string& text) {
-  size_t used = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string suffix = text.substr(used);
-  unsigned long long scale = suffix.empty()  ? 1
-                             : suffix == "K" ? 1ull << 10
-                             : suffix == "M" ? 1ull << 20
-                             : suffix == "G" ? 1ull << 30
-                                             : 0;
-  if (used == 0 || scale == 0) {
+  const std::optional<size_t> count = perf::parseBytes(text);
+  if (!count) {
     throw Error(ErrorCode::kInvalidArgument,
                 "--count '" + text + "' is not a count (expected digits with optional K, M or G)");
   }
-  return static_cast<size_t>(value * scale);
+  return *count;
 }
 
 /// `grove plan --topo`: checks the flag combination and hands over to plan_topo.cpp.

@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,6 +24,7 @@
 #include "algo/select_topology.hpp"
 #include "grove/error.hpp"
 #include "model/simulator.hpp"
+#include "perf_options.hpp"
 #include "plan/verifier.hpp"
 
 namespace grove::tools {
@@ -42,25 +45,14 @@ bool sizeIsPerGroup(Collective c) {
 }
 
 size_t parseSize(const std::string& text) {
-  size_t used = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string suffix = text.substr(used);
-  if (!suffix.empty() && suffix.back() == 'B') suffix.pop_back();
-  const unsigned long long scale = suffix.empty()  ? 1
-                                   : suffix == "K" ? 1ull << 10
-                                   : suffix == "M" ? 1ull << 20
-                                   : suffix == "G" ? 1ull << 30
-                                                   : 0;
-  if (used == 0 || scale == 0 || !std::isdigit(static_cast<unsigned char>(text[0]))) {
+  std::string_view digits = text;
+  if (!digits.empty() && digits.back() == 'B') digits.remove_suffix(1);  // "64MB" as "64M"
+  const std::optional<size_t> bytes = perf::parseBytes(digits);
+  if (!bytes) {
     throw Error(ErrorCode::kInvalidArgument,
                 "--size '" + text + "' is not a size (expected bytes, e.g. 4096, 64K, 64M, 1G)");
   }
-  return static_cast<size_t>(value * scale);
+  return *bytes;
 }
 
 topo::Topology loadTopology(const std::string& spec) {

@@ -191,6 +191,22 @@ class Communicator {
   /// ErrorCode::kRemoteError instead of waiting forever. Never blocks.
   void abort();
 
+  /// Quiesces this communicator: the operations in flight and every later call throw
+  /// ErrorCode::kInvalidUsage ("... the communicator was revoked") on this rank, and peers
+  /// waiting on this rank get ErrorCode::kRemoteError (as with abort()). Unlike after
+  /// abort-and-destroy, the communicator can then still be shrunk. Never blocks.
+  void revoke();
+
+  /// Collective among the survivors: every rank not listed in `excludedRanks` calls it with
+  /// the same list (in any order). Returns a new communicator of those ranks, renumbered in
+  /// the order of their ranks here, made over fresh connections among them only, so it works
+  /// after a listed rank died and after this communicator failed, was revoked or aborted
+  /// (none of that carries over). Survivors that disagree on the list fail with an error
+  /// (kTimeout or kInvalidUsage) at the latest at GROVE_TIMEOUT, never hang. Throws
+  /// kInvalidArgument for a rank out of range, listed twice, or this rank itself, and
+  /// kInvalidUsage inside a group. See docs/failures.md ("Recovery").
+  Communicator shrink(std::span<const int> excludedRanks);
+
   /// The first error an operation of this communicator hit, or kSuccess.
   ErrorCode getAsyncError() const;
 

@@ -144,6 +144,32 @@ GROVE_API groveResult_t groveCommSplit(groveComm_t comm, int color, int key, gro
  *  NCCL. */
 GROVE_API groveResult_t groveCommAbort(groveComm_t comm);
 
+/** groveCommRevoke's flags: none are defined; pass GROVE_REVOKE_DEFAULT. */
+#define GROVE_REVOKE_DEFAULT 0x00
+/** groveCommShrink's flags (NCCL's values). DEFAULT: comm has no call in flight (or it
+ *  failed); ABORT: revoke comm's calls in flight first (as groveCommRevoke). */
+#define GROVE_SHRINK_DEFAULT 0x00
+#define GROVE_SHRINK_ABORT 0x01
+
+/** Quiesces comm (ncclCommRevoke): its calls in flight and every later call fail with
+ *  groveInvalidUsage ("... the communicator was revoked"), peers waiting on this rank get
+ *  groveRemoteError, and comm can still be shrunk (groveCommShrink); free it with
+ *  groveCommDestroy. Never blocks. revokeFlags must be GROVE_REVOKE_DEFAULT. */
+GROVE_API groveResult_t groveCommRevoke(groveComm_t comm, int revokeFlags);
+
+/** Collective among the survivors (ncclCommShrink): every rank of comm not in
+ *  excludeRanksList[0 .. excludeRanksCount) calls it with the same ranks; *newcomm becomes a
+ *  new communicator of those ranks, renumbered in their order in comm. Works after an
+ *  excluded rank died and after comm failed or was revoked; comm itself stays as it is (free
+ *  it with groveCommDestroy). Survivors that disagree on the list fail (groveTimeout or
+ *  groveInvalidUsage) at the latest at GROVE_TIMEOUT. groveInvalidArgument for a rank out of
+ *  range, listed twice or the caller itself, a NULL list with a positive count, config not
+ *  NULL (grove has no config type: reserved) or unknown shrinkFlags; groveInvalidUsage inside
+ *  a group. See docs/failures.md, "Recovery". */
+GROVE_API groveResult_t groveCommShrink(groveComm_t comm, int* excludeRanksList,
+                                        int excludeRanksCount, groveComm_t* newcomm, void* config,
+                                        int shrinkFlags);
+
 /** Frees the handle of a communicator that has no operation in flight. A NULL comm is a
  *  no-op, as in NCCL. groveInvalidUsage when comm has calls queued in this thread's open
  *  group. */

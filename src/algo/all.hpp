@@ -12,6 +12,8 @@ Algorithm ringReduceScatter();
 // recursive_doubling.cpp: log-step exchange for small allreduce and allgather.
 Algorithm recursiveDoublingAllReduce();
 Algorithm recursiveDoublingAllGather();
+// one_shot.cpp: everyone sends to everyone, one hop, for tiny allreduce.
+Algorithm oneShotAllReduce();
 // chain.cpp: pipelined chain for broadcast and reduce.
 Algorithm chainBroadcast();
 Algorithm chainReduce();

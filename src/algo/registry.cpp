@@ -21,6 +21,7 @@ std::vector<Algorithm> makeList() {
   return {
       ringAllReduce(),
       recursiveDoublingAllReduce(),
+      oneShotAllReduce(),
       ringAllGather(),
       recursiveDoublingAllGather(),
       ringReduceScatter(),

@@ -294,6 +294,53 @@ groveResult_t groveCommSplit(groveComm_t comm, int color, int key, groveComm_t* 
   });
 }
 
+groveResult_t groveCommRevoke(groveComm_t comm, int revokeFlags) {
+  return guarded("groveCommRevoke", [&] {
+    Communicator& c = grove::capi::communicatorOf(comm);
+    if (revokeFlags != GROVE_REVOKE_DEFAULT) {
+      throw Error(ErrorCode::kInvalidArgument, "revokeFlags is " + std::to_string(revokeFlags) +
+                                                   " on rank " + std::to_string(c.rank()) +
+                                                   ", expected GROVE_REVOKE_DEFAULT (0)");
+    }
+    c.revoke();
+  });
+}
+
+groveResult_t groveCommShrink(groveComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                              groveComm_t* newcomm, void* config, int shrinkFlags) {
+  return guarded("groveCommShrink", [&] {
+    Communicator& c = grove::capi::communicatorOf(comm);
+    requireNonNull(newcomm, "newcomm");
+    *newcomm = nullptr;
+    const std::string where = " on rank " + std::to_string(c.rank());
+    if (config != nullptr) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "config is not NULL" + where + ", expected NULL (reserved)");
+    }
+    if (shrinkFlags != GROVE_SHRINK_DEFAULT && shrinkFlags != GROVE_SHRINK_ABORT) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "shrinkFlags is " + std::to_string(shrinkFlags) + where +
+                      ", expected GROVE_SHRINK_DEFAULT (0) or GROVE_SHRINK_ABORT (1)");
+    }
+    if (excludeRanksCount < 0) {
+      throw Error(ErrorCode::kInvalidArgument, "excludeRanksCount is " +
+                                                   std::to_string(excludeRanksCount) + where +
+                                                   ", expected at least 0");
+    }
+    if (excludeRanksCount > 0) requireNonNull(excludeRanksList, "excludeRanksList");
+    if (grove::capi::inGroup()) {
+      throw Error(ErrorCode::kInvalidUsage,
+                  "called inside a group" + where + "; shrink each rank from its own thread");
+    }
+    if (shrinkFlags == GROVE_SHRINK_ABORT) c.revoke();
+    Communicator survivors =
+        c.shrink(std::span<const int>(excludeRanksList, static_cast<size_t>(excludeRanksCount)));
+    auto handle = std::make_unique<groveComm>();
+    handle->comm = std::move(survivors);
+    *newcomm = handle.release();
+  });
+}
+
 groveResult_t groveCommAbort(groveComm_t comm) {
   return guarded("groveCommAbort", [&] {
     if (comm == nullptr) return;

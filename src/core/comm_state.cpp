@@ -277,12 +277,20 @@ std::string CommState::waitDescription(const Operation& op) const {
 
 bool CommState::failIfStuck(Clock::time_point now) {
   if (int peer = transport_->failedPeer(); peer >= 0) {
-    // Pass the failure on at once: ranks waiting on this one (and not connected to the
-    // failed rank) would otherwise learn of it only at their own deadline, or never — a
-    // rank that exits after its error closes its connections cleanly.
-    transport_->abort();
+    // Pass the failure on at once, with its original origin and cause: ranks waiting on
+    // this one (and not connected to the failed rank) would otherwise learn of it only at
+    // their own deadline, or never — a rank that exits after its error closes its
+    // connections cleanly.
+    transport::FailureInfo info = transport_->failure();
+    if (info.origin < 0) info = transport::FailureInfo{peer, "it failed or aborted"};
+    transport_->abort(info);
     failQueued(ErrorCode::kRemoteError,
-               fmt::format("rank {} failed or aborted; this rank cannot complete the call", peer));
+               info.origin == peer
+                   ? fmt::format("rank {} failed: {}; this rank cannot complete the call",
+                                 info.origin, info.cause)
+                   : fmt::format("rank {} failed: {} (reported by rank {}); this rank cannot "
+                                 "complete the call",
+                                 info.origin, info.cause, peer));
     return true;
   }
   if (queue_.empty()) return false;
@@ -356,8 +364,11 @@ void CommState::fail(Operation& op, ErrorCode code, const std::string& message) 
   op.message = message;
   if (tracer_ != nullptr) traceCall(op);
   // The connections are in an unknown state now: nothing queued can complete, and the
-  // peers must hear about it instead of waiting for this rank.
-  transport_->abort();
+  // peers must hear about it (this rank as the origin, the message as the cause) instead
+  // of waiting for this rank.
+  std::string_view cause = message;
+  if (cause.starts_with("grove: ")) cause.remove_prefix(7);
+  transport_->abort(transport::FailureInfo{rank_, std::string(cause)});
   failQueued(ErrorCode::kRemoteError,
              "an earlier operation on this communicator failed: " + message);
 }
@@ -391,15 +402,22 @@ void CommState::failQueued(ErrorCode code, const std::string& reason) {
   queue_.clear();
 }
 
-void CommState::abort() {
+void CommState::abort() { quiesce("the communicator was aborted"); }
+
+void CommState::revoke() {
+  revoked_.store(true, std::memory_order_release);
+  quiesce("the communicator was revoked");
+}
+
+void CommState::quiesce(const char* reason) {
   if (aborted_.exchange(true)) return;
   if (asyncError_ == ErrorCode::kSuccess) asyncError_ = ErrorCode::kInvalidUsage;
-  transport_->abort();
-  failQueued(ErrorCode::kInvalidUsage, "the communicator was aborted");
+  transport_->abort(reason);
+  failQueued(ErrorCode::kInvalidUsage, reason);
   for (auto& op : grouped_) {
     op->state = Operation::State::kFailed;
     op->error = ErrorCode::kInvalidUsage;
-    op->message = "grove: " + op->describe() + ": the communicator was aborted";
+    op->message = "grove: " + op->describe() + ": " + reason;
   }
   grouped_.clear();
 }

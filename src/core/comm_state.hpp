@@ -73,6 +73,10 @@ class CommState {
   /// Marks this rank failed: in-flight and later calls fail, peers are told.
   void abort();
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+  /// Like abort() (in-flight and later calls fail, peers are told) with "revoked" as the
+  /// reason; the communicator can still be shrunk (Communicator::shrink). Never blocks.
+  void revoke();
+  bool revoked() const { return revoked_.load(std::memory_order_acquire); }
   ErrorCode asyncError() const { return asyncError_; }
 
   uint64_t nextSequence() { return ++sequence_; }
@@ -86,6 +90,8 @@ class CommState {
   exec::Progress advanceTransfers(Operation& op);
   void fail(Operation& op, ErrorCode code, const std::string& message);
   void failQueued(ErrorCode code, const std::string& reason);
+  /// abort() and revoke(): fails everything queued or held with `reason`, tells the peers.
+  void quiesce(const char* reason);
   /// GROVE_TRACE: records `op` as a finished call.
   void traceCall(const Operation& op);
   std::string waitDescription(const Operation& op) const;
@@ -117,6 +123,7 @@ class CommState {
   std::unique_ptr<Tracer> tracer_;  ///< GROVE_TRACE, or nullptr.
 
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> revoked_{false};
   ErrorCode asyncError_ = ErrorCode::kSuccess;
   uint64_t sequence_ = 0;
   uint64_t splitSequence_ = 0;

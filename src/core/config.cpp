@@ -32,6 +32,9 @@ Config Config::fromEnvironment() {
   if (const char* algo = getenv("GROVE_ALGO")) config.algo = algo;
   if (const char* topo = getenv("GROVE_TOPO_FILE")) config.topoFile = topo;
   config.timeout = std::chrono::seconds(readNumber("GROVE_TIMEOUT", 300, 1, 86400 * 7));
+  // At least 2 s (1 is taken as 2): heartbeats go out after 1 s of silence.
+  const uint64_t heartbeat = readNumber("GROVE_HEARTBEAT_TIMEOUT", 10, 0, 86400 * 7);
+  config.heartbeatTimeout = std::chrono::seconds(heartbeat == 1 ? 2 : heartbeat);
   config.slotBytes = readNumber("GROVE_SLOT_BYTES", config.slotBytes, 4096, 64u << 20);
   if (config.slotBytes % 64 != 0) {
     throw Error(ErrorCode::kInvalidArgument,

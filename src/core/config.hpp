@@ -14,6 +14,10 @@ struct Config {
   std::string algo;
   /// GROVE_TIMEOUT (seconds, default 300): the longest any wait may take.
   std::chrono::milliseconds timeout{300'000};
+  /// GROVE_HEARTBEAT_TIMEOUT (seconds, default 10, 0 = off, at least 2): a TCP peer from
+  /// which nothing arrived for this long while this rank waits is declared failed (peers
+  /// send a heartbeat after 1 s without traffic).
+  std::chrono::milliseconds heartbeatTimeout{10'000};
   /// GROVE_SLOT_BYTES (default 256 KiB, a multiple of 64): bytes per FIFO slot; also the
   /// executor's tile size.
   size_t slotBytes = 256 * 1024;

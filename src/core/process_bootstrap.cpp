@@ -88,14 +88,15 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
   setup.keepAlive = std::move(server);
   const char* forced = std::getenv("GROVE_TRANSPORT");
   setup.forceTcp = forced != nullptr && std::string_view(forced) == "tcp";
-  if (const char* nsocks = std::getenv("GROVE_NSOCKS")) {
-    setup.tcp.socketsPerPeer = std::atoi(nsocks);
-  }
-  if (setup.tcp.socketsPerPeer < 1 || setup.tcp.socketsPerPeer > 64) {
-    throw Error(ErrorCode::kInvalidArgument, "grove: GROVE_NSOCKS must be in 1..64");
+  // Every lane has its own TCP connection (see TcpOptions::socketsPerPeer): GROVE_NSOCKS,
+  // which once spread lanes over a fixed number of sockets, would bring back lanes blocking
+  // each other, so it is no longer read.
+  if (std::getenv("GROVE_NSOCKS") != nullptr) {
+    log::info(rank, "GROVE_NSOCKS is ignored: every lane has its own TCP connection");
   }
   if (const char* ifname = std::getenv("GROVE_SOCKET_IFNAME")) setup.tcp.interfaces = ifname;
   setup.tcp.secret = info.secret;
+  setup.tcp.heartbeatTimeout = config.heartbeatTimeout;
   // The topology first: the TCP transport dials each peer over the link it names.
   std::shared_ptr<const topo::Topology> topology = loadTopology(config.topoFile, rank, size);
   if (topology) setup.tcp.linkAddresses = linkAddresses(*topology, rank);

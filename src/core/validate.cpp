@@ -21,8 +21,8 @@ namespace {
 void checkUsable(const CommState& comm, const char* name) {
   if (comm.aborted()) {
     throw Error(ErrorCode::kInvalidUsage,
-                fmt::format("grove {} (rank {} of {}): the communicator was aborted", name,
-                            comm.rank(), comm.size()));
+                fmt::format("grove {} (rank {} of {}): the communicator was {}", name, comm.rank(),
+                            comm.size(), comm.revoked() ? "revoked" : "aborted"));
   }
   if (comm.asyncError() != ErrorCode::kSuccess) {
     throw Error(ErrorCode::kInvalidUsage,

@@ -47,7 +47,9 @@ class Rational {
 
   friend bool operator==(Rational a, Rational b) { return a.num_ == b.num_ && a.den_ == b.den_; }
   friend auto operator<=>(Rational a, Rational b) {
-    return static_cast<__int128>(a.num_) * b.den_ <=> static_cast<__int128>(b.num_) * a.den_;
+    // Cross products of two 64-bit values need 128 bits (a GCC/Clang extension).
+    __extension__ using Wide = __int128;
+    return static_cast<Wide>(a.num_) * b.den_ <=> static_cast<Wide>(b.num_) * a.den_;
   }
 
  private:

@@ -3,18 +3,34 @@
 // A transport gives a rank FIFOs to and from each peer on each lane (connected on demand,
 // then kept for the communicator's lifetime), the rank's doorbell to sleep on, and failure
 // signalling: abort() marks this rank failed so that peers waiting on it get an error
-// instead of waiting forever.
+// instead of waiting forever, and publishes where the failure started and why (FailureInfo)
+// so that every rank's error names the origin and the cause, not only the neighbour that
+// passed it on.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "transport/doorbell.hpp"
 #include "transport/fifo.hpp"
 
 namespace grove::transport {
+
+/// Where a failure started and why: travels with the abort notice (shm node segment, TCP
+/// abort frame), so a rank that fails because of a peer forwards the original.
+struct FailureInfo {
+  /// Longest cause that travels (longer ones are truncated).
+  static constexpr size_t kMaxCauseBytes = 200;
+  int origin = -1;    ///< The rank where the failure started; -1: none.
+  std::string cause;  ///< Short reason, e.g. the error message of the failed call.
+};
+
+/// `info` with its cause cut to FailureInfo::kMaxCauseBytes and every byte outside printable
+/// ASCII replaced by '?' (it came from, or goes to, another process).
+FailureInfo sanitizeFailure(FailureInfo info);
 
 class Transport {
  public:
@@ -38,10 +54,19 @@ class Transport {
   /// This rank's doorbell: peers ring it when they publish data or free space for it.
   virtual Doorbell& doorbell() = 0;
 
-  /// Marks this rank failed and wakes every peer.
-  virtual void abort() = 0;
+  /// Marks this rank failed, publishes `info` (sanitized) where peers see it and wakes every
+  /// peer. Only the first call publishes; later ones change nothing.
+  virtual void abort(const FailureInfo& info) = 0;
+  /// abort() with this rank as the origin and `cause`.
+  void abort(std::string_view cause = "the communicator was aborted") {
+    abort(FailureInfo{rank(), std::string(cause)});
+  }
   /// The lowest rank (other than this one) that aborted, or -1.
   virtual int failedPeer() const = 0;
+  /// What failedPeer() published when it aborted: the origin and cause it reported (for a
+  /// peer whose process vanished or whose connection broke: that peer and what was seen).
+  /// {-1, ""} when no peer failed.
+  virtual FailureInfo failure() const = 0;
 
   /// Collective among the ranks that called split with the same `color` during split number
   /// `sequence` of this communicator: the transport of the new communicator whose rank i is

@@ -11,7 +11,12 @@ signals one rank:
                        rank counts and transports (shared memory, TCP). Every survivor must
                        report an error within 2 x GROVE_TIMEOUT (the test fails otherwise);
                        how fast is reported (median, slowest, how many took over 1 s).
-  stop                 SIGSTOP one rank: the others must fail with a timeout that names it.
+                       Every survivor's error must name the killed rank as the origin
+                       ("rank V failed: ..."), also when it heard of it second-hand.
+  stop                 SIGSTOP one rank: the others must fail with a timeout that names it;
+                       then, over TCP with GROVE_HEARTBEAT_TIMEOUT=2 and GROVE_TIMEOUT=60,
+                       every other rank must fail with an error naming the stopped rank as
+                       the origin ("no heartbeat from rank 1") long before GROVE_TIMEOUT.
 
 After each trial no process of the trial may remain and no /dev/shm/grove-<job>-* entry.
 Exit status 0 = pass, 1 = fail. Nothing here asserts how long anything took except the hard
@@ -51,7 +56,7 @@ def free_port():
 class Trial:
     """N ranks of fault_check running one collective in a loop."""
 
-    def __init__(self, n, collective, size, tcp, timeout):
+    def __init__(self, n, collective, size, tcp, timeout, extra_env=None):
         self.n, self.timeout = n, timeout
         self.job = "ftest%d%06d" % (os.getpid(), random.randrange(10**6))
         self.label = "%s %dB n=%d %s" % (collective, size, n, "tcp" if tcp else "shm")
@@ -65,6 +70,7 @@ class Trial:
                         "GROVE_TIMEOUT": str(timeout), "GROVE_PROC_TEST_MARKER": MARKER})
             if tcp:
                 env["GROVE_TRANSPORT"] = "tcp"
+            env.update(extra_env or {})
             self.procs.append(subprocess.Popen([CHECK, collective, str(size)], env=env,
                                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                stderr=subprocess.PIPE, text=True))
@@ -99,11 +105,16 @@ class Trial:
         return results
 
     def kill_all(self):
+        """Kills what still runs; returns what every rank wrote, for the failure report."""
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
-        for p in self.procs:
-            p.communicate()
+        report = []
+        for rank, p in enumerate(self.procs):
+            out, err = p.communicate()
+            report.append("rank %d (status %s): %s %s" %
+                          (rank, p.returncode, out.strip()[-300:], err.strip()[-600:]))
+        return "\n".join(report)
 
 
 def marked_processes():
@@ -145,7 +156,7 @@ def case_kill(trials, seed):
     rng = random.Random(seed)
     timeout = 10
     latencies = []
-    survivors = errored = 0
+    survivors = errored = origin_named = 0
     for t in range(trials):
         n = rng.choice([2, 3, 4, 5])
         collective = rng.choice(["allreduce", "broadcast", "allgather", "reducescatter",
@@ -154,8 +165,8 @@ def case_kill(trials, seed):
         tcp = rng.random() < 0.25
         trial = Trial(n, collective, size, tcp, timeout)
         if not trial.wait_ready(60):
-            trial.kill_all()
-            fail("trial %d (%s): ranks did not get ready" % (t, trial.label))
+            fail("trial %d (%s): ranks did not get ready:\n%s" %
+                 (t, trial.label, trial.kill_all()))
             continue
         time.sleep(rng.uniform(0, 0.05))
         victim = rng.randrange(n)
@@ -181,6 +192,11 @@ def case_kill(trials, seed):
                 m = lines[-1]
                 latency = (int(m.group(3)) - killed_ns) / 1e9
                 errored += 1
+                if ("rank %d failed" % victim) in m.group(5):
+                    origin_named += 1
+                else:
+                    fail("trial %d (%s): rank %d's error does not name rank %d as the origin: %s"
+                         % (t, trial.label, rank, victim, m.group(5)))
                 latencies.append(max(latency, 0.0))
                 if latency > 1.0:
                     print("fault_test: trial %d (%s): rank %d noticed rank %d's death after "
@@ -192,10 +208,10 @@ def case_kill(trials, seed):
             fail("trial %d (%s): left behind: %s" % (t, trial.label, what))
     if latencies:
         latencies.sort()
-        print("fault_test kill: %d trials, %d survivors, %d errored; detection median %.3f s, "
-              "slowest %.3f s, %d over 1 s" %
-              (trials, survivors, errored, statistics.median(latencies), latencies[-1],
-               sum(1 for x in latencies if x > 1.0)))
+        print("fault_test kill: %d trials, %d survivors, %d errored, %d named the origin; "
+              "detection median %.3f s, slowest %.3f s, %d over 1 s" %
+              (trials, survivors, errored, origin_named, statistics.median(latencies),
+               latencies[-1], sum(1 for x in latencies if x > 1.0)))
 
 
 def case_stop():
@@ -203,8 +219,7 @@ def case_stop():
     for tcp in (False, True):
         trial = Trial(3, "allreduce", 4096, tcp, timeout)
         if not trial.wait_ready(60):
-            trial.kill_all()
-            fail("stop (%s): ranks did not get ready" % trial.label)
+            fail("stop (%s): ranks did not get ready:\n%s" % (trial.label, trial.kill_all()))
             continue
         victim = 1
         trial.procs[victim].send_signal(signal.SIGSTOP)
@@ -242,7 +257,59 @@ def case_stop():
                  (trial.label, victim, {r: o[0].strip() for r, o in outputs.items()}))
         for what in leftovers(trial.job):
             fail("stop (%s): left behind: %s" % (trial.label, what))
+    case_heartbeat()
     print("fault_test stop: done")
+
+
+def case_heartbeat():
+    """SIGSTOP a rank over TCP: heartbeats (GROVE_HEARTBEAT_TIMEOUT=2) must expose it long
+    before the operation timeout (60 s); every other rank names it as the origin."""
+    timeout, heartbeat = 60, 2
+    trial = Trial(3, "allreduce", 4096, True, timeout,
+                  {"GROVE_HEARTBEAT_TIMEOUT": str(heartbeat)})
+    if not trial.wait_ready(60):
+        fail("heartbeat (%s): ranks did not get ready:\n%s" % (trial.label, trial.kill_all()))
+        return
+    victim = 1
+    trial.procs[victim].send_signal(signal.SIGSTOP)
+    stopped_ns = time.monotonic_ns()
+    outputs = {}
+    for rank, p in enumerate(trial.procs):
+        if rank == victim:
+            continue
+        try:
+            # Well under GROVE_TIMEOUT: only heartbeats can end the call this early.
+            out, err = p.communicate(timeout=timeout / 2)
+            outputs[rank] = (out, err, p.returncode)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            outputs[rank] = (out, err, None)
+    trial.procs[victim].send_signal(signal.SIGKILL)
+    trial.procs[victim].communicate()
+    heartbeat_named = False
+    slowest = 0.0
+    for rank, (out, err, status) in outputs.items():
+        m = [ERROR_LINE.match(l) for l in out.splitlines()]
+        m = [x for x in m if x]
+        if status is None or not m:
+            fail("heartbeat (%s): rank %d did not fail before GROVE_TIMEOUT=%d:\n%s%s" %
+                 (trial.label, rank, timeout, out, err))
+            continue
+        code, message = m[-1].group(2), m[-1].group(5)
+        slowest = max(slowest, (int(m[-1].group(3)) - stopped_ns) / 1e9)
+        if code != "RemoteError" or ("rank %d failed" % victim) not in message:
+            fail("heartbeat (%s): rank %d failed with %s not naming rank %d as the origin: %s"
+                 % (trial.label, rank, code, victim, message))
+        if "no heartbeat from rank %d" % victim in message:
+            heartbeat_named = True
+    if not heartbeat_named:
+        fail("heartbeat (%s): no error said 'no heartbeat from rank %d': %s" %
+             (trial.label, victim, {r: o[0].strip() for r, o in outputs.items()}))
+    for what in leftovers(trial.job):
+        fail("heartbeat (%s): left behind: %s" % (trial.label, what))
+    print("fault_test heartbeat: stopped rank %d exposed after %.2f s at most "
+          "(GROVE_HEARTBEAT_TIMEOUT=%d, GROVE_TIMEOUT=%d)" % (victim, slowest, heartbeat, timeout))
 
 
 def main():

@@ -60,7 +60,11 @@ mesh__log() { echo "mesh: $*" >&2; }
 mesh_prefix() { echo "gmh$$"; }
 mesh_unit_mbit() { echo "${MESH_UNIT_MBIT:-100}"; }
 mesh_pcie_mbit() { echo "${MESH_PCIE_MBIT:-$(($(mesh_unit_mbit) / 2))}"; }
-mesh_links() { local row=(${MESH_DGX1V[$1]}); echo "${row[$2]}"; }
+mesh_links() {
+  local row
+  read -r -a row <<<"${MESH_DGX1V[$1]}"
+  echo "${row[$2]}"
+}
 mesh_addr() { echo "198.18.0.$(($1 + 1))"; }  # rank i on the PCIe bridge
 
 # Parses GPUS ("0,1,4" or "all") into MESH_GPUS; non-zero with a message when malformed.
@@ -218,11 +222,6 @@ mesh_reap_stale() {
 # Runs CMD once per rank, rank i in namespace PREFIXh<i>, with the launcher variables
 # (GROVE_RANK..., the store on rank 0's PCIe address, GROVE_SOCKET_IFNAME==pcie so that
 # published addresses are the bridge's) plus the VAR=VALUEs, each under `timeout LIMIT_S`.
-# GROVE_NSOCKS defaults to MESH_NSOCKS (32): packed-tree plans run up to ~30 concurrent
-# channels, each on its own lane, and the TCP transport carries lane L on stream L % NSOCKS;
-# lanes sharing a stream block each other when one lane's FIFO is full (head-of-line), which
-# can deadlock a plan whose channels wait on each other across ranks (seen: an 8-rank
-# packed-tree allreduce of 1 element with one stream per peer). One stream per lane avoids it.
 # Rank i's output: OUTDIR/NAME.i.out/.err. Returns the number of ranks that did not exit 0
 # (MESH_FAILED lists "rank:status").
 mesh_job() {
@@ -241,7 +240,7 @@ mesh_job() {
   for ((r = 0; r < n; r++)); do
     GROVE_RANK=$r GROVE_WORLD_SIZE=$n GROVE_LOCAL_RANK=0 GROVE_LOCAL_SIZE=1 \
       GROVE_ROOT=$(mesh_addr 0):$port GROVE_SECRET=$secret GROVE_JOB_ID=$jobid \
-      GROVE_SOCKET_IFNAME==pcie GROVE_NSOCKS="${MESH_NSOCKS:-32}" \
+      GROVE_SOCKET_IFNAME="=pcie" \
       netns_spawn "$MESH_PREFIX" "$r" "$out/$name.$r.out" "$out/$name.$r.err" \
       env "${extra[@]}" timeout -k 5 "$limit" "$@"
     pids+=("$NETNS_LAST_PID")
@@ -261,8 +260,9 @@ mesh__main() {
   case $command in
     up)
       (($# == 3)) || { mesh__log "usage: mesh.sh up PREFIX GPUS DIR"; exit 2; }
-      netns_check || { mesh__log "unavailable: $NETNS_REASON"; exit $NETNS_SKIP; }
+      netns_check || { mesh__log "unavailable: $NETNS_REASON"; exit "$NETNS_SKIP"; }
       mesh_up "$@" || exit 1
+      # shellcheck disable=SC2034  # read by netns_cleanup
       NETNS_CREATED=()  # success: the namespaces outlive this command
       trap - EXIT
       echo "mesh: $(netns_list "$1" | sort -V | xargs); topology in $3/mesh.json"

@@ -72,8 +72,9 @@ job() {
   local chosen
   chosen=$(grep -ohiE "GROVE INFO $1 count [0-9]+ float: [a-z_]+" "$work/$name.0.err" |
     awk '{print $NF}' | sort -u | xargs)
-  [[ -n $chosen && -z $(tr ' ' '\n' <<<"$chosen" | grep -vxE "$want") ]] ||
+  if [[ -z $chosen ]] || tr ' ' '\n' <<<"$chosen" | grep -qvxE "$want"; then
     fail "$name: expected algorithm $want, rank 0 chose: ${chosen:-nothing logged}"
+  fi
   local left
   left=$(for ((r = 0; r < ${#MESH_GPUS[@]}; r++)); do
     ip netns pids "$(netns_host "$prefix" "$r")" 2>/dev/null

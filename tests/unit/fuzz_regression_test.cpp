@@ -75,9 +75,9 @@ TEST(FuzzRegressionFrame, PayloadOfTwoToTheSixtyFourMinusOneIsRefused) {
 }
 
 TEST(FuzzRegressionFrame, UnknownKindIsRefused) {
-  FrameVerdict v = judge(frameBytes(tcp::kFrameMagic, 1, 3, 0), kIncoming);
+  FrameVerdict v = judge(frameBytes(tcp::kFrameMagic, 1, 4, 0), kIncoming);
   EXPECT_EQ(v.check, tcp::FrameCheck::kUnknownKind);
-  EXPECT_EQ(v.message, "rank 3 sent a frame of unknown kind 3 (expected 0, 1 or 2)");
+  EXPECT_EQ(v.message, "rank 3 sent a frame of unknown kind 4 (expected 0 to 3)");
   EXPECT_EQ(judge(frameBytes(tcp::kFrameMagic, 1, 0xffff, 0), kIncoming).check,
             tcp::FrameCheck::kUnknownKind);
 }
@@ -88,9 +88,14 @@ TEST(FuzzRegressionFrame, DataWhereNoneIsExpectedIsRefused) {
   FrameVerdict v = judge(frameBytes(tcp::kFrameMagic, 1, 0, 8), afterBye);
   EXPECT_EQ(v.check, tcp::FrameCheck::kUnexpectedData);
   EXPECT_EQ(v.message, "rank 3 sent a data frame on a connection that carries none");
-  // Control frames stay acceptable.
-  EXPECT_EQ(judge(frameBytes(tcp::kFrameMagic, 0, 1, 0), afterBye).check, tcp::FrameCheck::kOk);
+  // Control frames stay acceptable (an abort carries a 4.. byte notice, a heartbeat none).
+  EXPECT_EQ(judge(frameBytes(tcp::kFrameMagic, 0, 1, 4), afterBye).check, tcp::FrameCheck::kOk);
   EXPECT_EQ(judge(frameBytes(tcp::kFrameMagic, 0, 2, 0), afterBye).check, tcp::FrameCheck::kOk);
+  EXPECT_EQ(judge(frameBytes(tcp::kFrameMagic, 0, 3, 0), afterBye).check, tcp::FrameCheck::kOk);
+  EXPECT_EQ(judge(frameBytes(tcp::kFrameMagic, 0, 1, 0), afterBye).check,
+            tcp::FrameCheck::kBadControlSize);
+  EXPECT_EQ(judge(frameBytes(tcp::kFrameMagic, 0, 3, 1), afterBye).check,
+            tcp::FrameCheck::kBadControlSize);
 }
 
 TEST(FuzzRegressionFrame, LaneOfAnotherStreamIsRefused) {

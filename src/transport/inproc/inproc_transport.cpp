@@ -39,7 +39,8 @@ InprocWorld::InprocWorld(int nranks, FifoGeometry geometry)
     : nranks_(nranks),
       geometry_(geometry),
       bells_(new Doorbell[nranks]),
-      failed_(new std::atomic<bool>[nranks]) {
+      failed_(new std::atomic<bool>[nranks]),
+      failures_(static_cast<size_t>(nranks)) {
   for (int i = 0; i < nranks; ++i) failed_[i] = false;
 }
 
@@ -55,7 +56,14 @@ Fifo& InprocWorld::fifo(int src, int dst, int lane) {
   return slot->fifo;
 }
 
-void InprocWorld::markFailed(int rank) {
+void InprocWorld::markFailed(int rank, const FailureInfo& info) {
+  {
+    std::lock_guard lock(mutex_);
+    if (failures_[rank].origin < 0) {
+      failures_[rank] = sanitizeFailure(info);
+      if (failures_[rank].origin < 0) failures_[rank].origin = rank;
+    }
+  }
   failed_[rank].store(true, std::memory_order_release);
   anyFailed_.store(true, std::memory_order_release);
   for (int i = 0; i < nranks_; ++i) {
@@ -70,6 +78,11 @@ int InprocWorld::failedRank(int except) const {
     if (i != except && failed_[i].load(std::memory_order_acquire)) return i;
   }
   return -1;
+}
+
+FailureInfo InprocWorld::failure(int rank) const {
+  std::lock_guard lock(mutex_);
+  return failures_[rank];
 }
 
 std::shared_ptr<InprocWorld> InprocWorld::splitWorld(uint64_t splitSequence, int color,

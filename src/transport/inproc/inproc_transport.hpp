@@ -38,8 +38,11 @@ class InprocWorld {
   /// The FIFO src -> dst on `lane`, created (and its memory pre-faulted) on first use.
   Fifo& fifo(int src, int dst, int lane);
 
-  void markFailed(int rank);
+  /// Marks `rank` failed with `info` (the first info of each rank is kept).
+  void markFailed(int rank, const FailureInfo& info);
   int failedRank(int except) const;
+  /// What `rank` published when it failed ({-1, ""} if it did not).
+  FailureInfo failure(int rank) const;
 
   /// Rendezvous for split(): members of one (split call, color) share the world made by
   /// the first of them to arrive; `members` ranks are expected.
@@ -52,7 +55,8 @@ class InprocWorld {
   std::unique_ptr<Doorbell[]> bells_;
   std::unique_ptr<std::atomic<bool>[]> failed_;
   std::atomic<bool> anyFailed_{false};
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  std::vector<FailureInfo> failures_;  ///< By rank, under mutex_.
   std::map<std::tuple<int, int, int>, std::unique_ptr<FifoMemory>> fifos_;
   struct PendingSplit {
     std::shared_ptr<InprocWorld> world;
@@ -73,8 +77,13 @@ class InprocTransport final : public Transport {
   Fifo& recvFifo(int peer, int lane) override { return world_->fifo(peer, rank_, lane); }
   int ranksOnThisHost() const override { return world_->size(); }
   Doorbell& doorbell() override { return world_->doorbell(rank_); }
-  void abort() override { world_->markFailed(rank_); }
+  using Transport::abort;
+  void abort(const FailureInfo& info) override { world_->markFailed(rank_, info); }
   int failedPeer() const override { return world_->failedRank(rank_); }
+  FailureInfo failure() const override {
+    int peer = failedPeer();
+    return peer < 0 ? FailureInfo{} : world_->failure(peer);
+  }
   std::unique_ptr<Transport> split(uint64_t sequence, int color, std::span<const int> members,
                                    int newRank) override {
     return std::make_unique<InprocTransport>(

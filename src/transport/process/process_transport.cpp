@@ -98,15 +98,21 @@ Fifo& ProcessTransport::recvFifo(int peer, int lane) {
 
 Doorbell& ProcessTransport::doorbell() { return shm_ ? shm_->doorbell() : *localBell_; }
 
-void ProcessTransport::abort() {
-  if (shm_) shm_->abort();
-  if (tcp_) tcp_->abort();
+void ProcessTransport::abort(const FailureInfo& info) {
+  if (shm_) shm_->abort(info);
+  if (tcp_) tcp_->abort(info);
 }
 
 int ProcessTransport::failedPeer() const {
   int failed = shm_ ? shm_->failedPeer() : -1;
   if (failed < 0 && tcp_) failed = tcp_->failedPeer();
   return failed;
+}
+
+FailureInfo ProcessTransport::failure() const {
+  if (shm_ && shm_->failedPeer() >= 0) return shm_->failure();
+  if (tcp_ && tcp_->failedPeer() >= 0) return tcp_->failure();
+  return FailureInfo{};
 }
 
 std::unique_ptr<Transport> ProcessTransport::split(uint64_t sequence, int color,

@@ -46,8 +46,10 @@ class ProcessTransport final : public Transport {
   Fifo& recvFifo(int peer, int lane) override;
   int ranksOnThisHost() const override { return localRanks_; }
   Doorbell& doorbell() override;
-  void abort() override;
+  using Transport::abort;
+  void abort(const FailureInfo& info) override;
   int failedPeer() const override;
+  FailureInfo failure() const override;
   std::unique_ptr<Transport> split(uint64_t sequence, int color, std::span<const int> members,
                                    int newRank) override;
 

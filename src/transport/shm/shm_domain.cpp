@@ -20,6 +20,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "grove/error.hpp"
 #include "transport/shm/shm_domain_impl.hpp"
 
@@ -179,8 +182,17 @@ Fifo& ShmDomain::recvFifo(int peer, int lane) {
   return impl_->fifo(peer, impl_->options.rank, lane);
 }
 
-void ShmDomain::abort() {
+void ShmDomain::abort() { abort(FailureInfo{impl_->options.rank, "the communicator was aborted"}); }
+
+void ShmDomain::abort(const FailureInfo& info) {
   Impl& s = *impl_;
+  if (s.node->failureClaimed.exchange(1, std::memory_order_acq_rel) == 0) {
+    FailureInfo clean = sanitizeFailure(info);
+    s.node->failureOrigin = clean.origin >= 0 ? clean.origin : s.options.rank;
+    s.node->failureCauseBytes = static_cast<uint32_t>(clean.cause.size());
+    std::memcpy(s.node->failureCause, clean.cause.data(), clean.cause.size());
+    s.node->failureWritten.store(1, std::memory_order_release);
+  }
   s.node->failed.store(1, std::memory_order_release);
   for (int r = 0; r < s.options.size; ++r) {
     if (NodeHeader* peer = s.peers[r].load(std::memory_order_acquire)) forceRing(peer->bell);
@@ -221,6 +233,26 @@ int ShmDomain::failedPeer() const {
     }
   }
   return -1;
+}
+
+FailureInfo ShmDomain::failure() const {
+  const Impl& s = *impl_;
+  int r = failedPeer();
+  if (r < 0) return FailureInfo{};
+  const NodeHeader* peer = s.peers[r].load(std::memory_order_acquire);
+  if (peer->failed.load(std::memory_order_acquire) == 0) {
+    return FailureInfo{r, "its process ended without closing the communicator (killed or crashed)"};
+  }
+  if (peer->failureWritten.load(std::memory_order_acquire) == 0) {
+    return FailureInfo{r, "it aborted"};
+  }
+  // Written by another process: trust no field.
+  FailureInfo info;
+  info.origin =
+      peer->failureOrigin >= 0 && peer->failureOrigin < s.options.size ? peer->failureOrigin : r;
+  size_t bytes = std::min<size_t>(peer->failureCauseBytes, FailureInfo::kMaxCauseBytes);
+  info.cause.assign(peer->failureCause, bytes);
+  return sanitizeFailure(std::move(info));
 }
 
 }  // namespace grove::transport

@@ -19,6 +19,7 @@
 #include "transport/doorbell.hpp"
 #include "transport/fifo.hpp"
 #include "transport/inproc/inproc_transport.hpp"  // FifoGeometry
+#include "transport/transport.hpp"                // FailureInfo
 
 namespace grove::transport {
 
@@ -56,14 +57,21 @@ class ShmDomain {
   /// peer's geometry differs.
   Fifo& sendFifo(int peer, int lane);
   Fifo& recvFifo(int peer, int lane);
-  /// Marks this rank failed where local peers see it, and rings their doorbells (the peers
-  /// this rank has connected with; others see the flag at their next failedPeer()).
+  /// Marks this rank failed where local peers see it, publishing `info` (origin and cause,
+  /// sanitized; only the first call's info is kept) in its node segment, and rings their
+  /// doorbells (the peers this rank has connected with; others see the flag at their next
+  /// failedPeer()).
+  void abort(const FailureInfo& info);
+  /// abort() with this rank as the origin.
   void abort();
   /// A local peer that marked itself failed (or whose process is gone without having
   /// destroyed its domain), or -1; the lowest such rank. Only peers this rank has connected
   /// with are watched. The process check is a system call, made at most every 100 ms; the
   /// flags are plain loads. A peer that destroyed its domain cleanly is not a failure.
   int failedPeer() const;
+  /// What failedPeer() published when it failed (its origin and cause), or, for a peer whose
+  /// process is gone, that peer and "its process ended ..."; {-1, ""} when none failed.
+  FailureInfo failure() const;
 
  private:
   struct Impl;

@@ -15,6 +15,7 @@
 
 #include "transport/shm/shm_domain.hpp"
 #include "transport/shm/shm_segment.hpp"
+#include "transport/transport.hpp"  // FailureInfo
 
 namespace grove::transport {
 namespace shm {
@@ -34,6 +35,14 @@ struct NodeHeader {
   std::atomic<int32_t> pid;
   uint64_t pidNamespace;  // pidNamespaceId() of the owner: peers elsewhere cannot use `pid`
   uint64_t magic;
+  // Why the owner failed (FailureInfo), written once before `failed` is raised: the first
+  // abort() claims the fields, fills them and then sets `failureWritten` (release). Peers
+  // read them only after seeing `failureWritten` and range-check every field.
+  std::atomic<uint32_t> failureClaimed;
+  std::atomic<uint32_t> failureWritten;
+  int32_t failureOrigin;
+  uint32_t failureCauseBytes;
+  char failureCause[FailureInfo::kMaxCauseBytes];
 };
 static_assert(sizeof(NodeHeader) <= kPageBytes);
 

@@ -19,21 +19,28 @@ constexpr size_t kDiscardChunk = 64 << 10;
 }  // namespace
 
 Connection::Connection(Socket socket, int peer, int stream, int streams, Direction direction,
-                       size_t slotBytes, LaneLookup lookup)
+                       size_t slotBytes, LaneLookup lookup, int ranks)
     : socket_(std::move(socket)),
       peer_(peer),
       stream_(stream),
       streams_(streams),
       direction_(direction),
       slotBytes_(slotBytes),
-      lookup_(std::move(lookup)) {}
+      lookup_(std::move(lookup)),
+      ranks_(ranks) {}
 
 void Connection::addSendLane(Fifo* fifo, uint16_t lane) { lanes_.push_back(SendLane{fifo, lane}); }
 
-void Connection::sendControl(FrameKind kind) {
+void Connection::sendControl(FrameKind kind, std::string payload) {
   if (sealed_ || controlQueued_) return;
   controlQueued_ = true;
   control_ = kind;
+  controlPayload_ = std::move(payload);
+}
+
+void Connection::sendHeartbeat() {
+  if (sealed_ || controlQueued_ || byeReceived_ || state_ != State::kOpen) return;
+  heartbeatQueued_ = true;
 }
 
 bool Connection::hasUnsentData() {
@@ -54,9 +61,17 @@ bool Connection::startNextFrame() {
   if (controlQueued_) {
     controlQueued_ = false;
     header.kind = static_cast<uint16_t>(control_);
+    header.bytes = controlPayload_.size();
+    txFifo_ = nullptr;
+    txPayload_ = controlPayload_.data();
+    txBytes_ = controlPayload_.size();
+  } else if (heartbeatQueued_) {
+    heartbeatQueued_ = false;
+    header.kind = static_cast<uint16_t>(FrameKind::kHeartbeat);
     txFifo_ = nullptr;
     txPayload_ = nullptr;
     txBytes_ = 0;
+    txHeartbeat_ = true;
   } else {
     size_t count = lanes_.size();
     size_t bytes = 0;
@@ -86,6 +101,8 @@ void Connection::finishFrame() {
   if (txFifo_ != nullptr) {
     txFifo_->release();
     txFifo_ = nullptr;
+  } else if (txHeartbeat_) {
+    txHeartbeat_ = false;
   } else {
     sealed_ = true;
   }
@@ -114,12 +131,18 @@ bool Connection::pumpWrite() {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         writable_ = false;
       } else if (errno != EINTR) {
+        const int sendError = errno;
+        // A peer that failed sent an abort frame (with the failure's origin and cause)
+        // before closing: read what it sent first, so that the reason wins over the pipe.
+        readable_ = true;
+        pumpRead();
         fail(State::kBroken,
-             fmt::format("sending to rank {} failed: {}", peer_, std::strerror(errno)));
+             fmt::format("sending to rank {} failed: {}", peer_, std::strerror(sendError)));
       }
       continue;
     }
     progress = true;
+    lastSend_ = Clock::now();
     txDone_ += static_cast<size_t>(sent);
     budget -= std::min(budget, static_cast<size_t>(sent));
     if (txDone_ == FrameHeader::kBytes + txBytes_) finishFrame();
@@ -144,14 +167,38 @@ bool Connection::onHeader() {
       rxFifo_ = rxLanes_[rx_.lane];
       rxState_ = ReadState::kSlot;
       return true;
-    case FrameKind::kAbort:
-      fail(State::kAborted, fmt::format("rank {} aborted", peer_));
-      return false;
+    case FrameKind::kAbort:  // the notice (4.. bytes, checked) follows
+      rxNotice_ = true;
+      rxSlot_ = reinterpret_cast<char*>(rxNoticeBytes_);
+      rxDone_ = 0;
+      rxState_ = ReadState::kPayload;
+      return true;
     case FrameKind::kBye:
       byeReceived_ = true;
       return true;
+    case FrameKind::kHeartbeat:
+      return true;
   }
   return false;  // checkFrameHeader accepts no other kind.
+}
+
+void Connection::onAbortNotice() {
+  rxNotice_ = false;
+  AbortNotice notice;
+  if (!AbortNotice::decode(rxNoticeBytes_, rx_.bytes, ranks_ > 0 ? ranks_ : 1 << 30, &notice)) {
+    uint32_t origin = 0;
+    std::memcpy(&origin, rxNoticeBytes_, 4);
+    fail(State::kBroken,
+         fmt::format("rank {} sent an abort notice naming rank {} (expected a rank below {})",
+                     peer_, origin, ranks_));
+    return;
+  }
+  if (ranks_ <= 0) notice.origin = static_cast<uint32_t>(peer_);
+  notice_ = std::move(notice);
+  fail(State::kAborted, notice_.origin == static_cast<uint32_t>(peer_)
+                            ? fmt::format("rank {} aborted: {}", peer_, notice_.cause)
+                            : fmt::format("rank {} aborted because rank {} failed: {}", peer_,
+                                          notice_.origin, notice_.cause));
 }
 
 bool Connection::pumpRead() {
@@ -168,6 +215,10 @@ bool Connection::pumpRead() {
       rxState_ = ReadState::kPayload;
     }
     if (rxState_ == ReadState::kPayload && rxDone_ == rx_.bytes) {
+      if (rxNotice_) {
+        onAbortNotice();
+        return true;
+      }
       if (rxSlot_ != nullptr) rxFifo_->commit(rx_.bytes);
       rxState_ = ReadState::kHeader;
       progress = true;
@@ -217,6 +268,7 @@ bool Connection::pumpRead() {
       continue;
     }
     progress = true;
+    lastReceive_ = Clock::now();
     size_t bytes = static_cast<size_t>(got);
     budget -= std::min(budget, bytes);
     if (rxState_ == ReadState::kHeader) {

@@ -8,8 +8,12 @@
 // Readiness is edge-triggered: epoll events set readable/writable, and the pumps clear them
 // when the kernel says EAGAIN. A reader that waits for a free slot keeps `readable` and is
 // resumed by the next pump after the rank releases a slot.
+//
+// Liveness: the connection remembers when it last wrote and read a byte; the network thread
+// sends a heartbeat on one idle for a second and watches how long each peer stayed silent.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -34,8 +38,12 @@ class Connection {
   /// The receive FIFO of `lane` (created on first use), for incoming connections.
   using LaneLookup = std::function<Fifo*(uint16_t lane)>;
 
+  using Clock = std::chrono::steady_clock;
+
+  /// `ranks`: the communicator's size, to check the origin of an abort notice (0: the
+  /// notice's origin is replaced by `peer`).
   Connection(Socket socket, int peer, int stream, int streams, Direction direction,
-             size_t slotBytes, LaneLookup lookup);
+             size_t slotBytes, LaneLookup lookup, int ranks = 0);
 
   int fd() const { return socket_.fd(); }
   int peer() const { return peer_; }
@@ -55,9 +63,19 @@ class Connection {
   bool pumpWrite();
   bool pumpRead();
 
-  /// Queues a control frame (abort or bye), sent after the frame in flight; no data frame
-  /// follows it.
-  void sendControl(FrameKind kind);
+  /// Queues a control frame (abort with its encoded AbortNotice as `payload`, or bye), sent
+  /// after the frame in flight; no data frame follows it.
+  void sendControl(FrameKind kind, std::string payload = {});
+  /// Queues a heartbeat frame (unless a control frame is queued or the peer said bye).
+  void sendHeartbeat();
+  /// When a byte was last written / read on this connection (construction counts as both).
+  Clock::time_point lastSend() const { return lastSend_; }
+  Clock::time_point lastReceive() const { return lastReceive_; }
+  /// A data frame from the peer waits for this rank to free a receive slot: the peer is not
+  /// what anyone waits on, and its heartbeats queue behind that frame.
+  bool waitingForSlot() const { return rxState_ == ReadState::kSlot && !discard_; }
+  /// The notice of the abort frame that ended this connection (state kAborted).
+  const AbortNotice& abortNotice() const { return notice_; }
   /// True once the queued control frame is fully written (or the connection is dead).
   bool controlFlushed() const { return sealed_ || state_ != State::kOpen; }
   /// Incoming data is read and dropped instead of waiting for receive slots (on shutdown,
@@ -76,6 +94,7 @@ class Connection {
   bool startNextFrame();
   void finishFrame();
   bool onHeader();
+  void onAbortNotice();
   void fail(State state, std::string error);
 
   Socket socket_;
@@ -85,6 +104,7 @@ class Connection {
   Direction direction_;
   size_t slotBytes_;
   LaneLookup lookup_;
+  int ranks_;
   State state_ = State::kOpen;
   std::string error_;
   bool readable_ = false;
@@ -101,7 +121,12 @@ class Connection {
   bool txActive_ = false;
   bool controlQueued_ = false;
   FrameKind control_ = FrameKind::kBye;
-  bool sealed_ = false;  ///< The control frame is out; nothing more is written.
+  std::string controlPayload_;
+  bool heartbeatQueued_ = false;
+  bool txHeartbeat_ = false;  ///< The frame in flight is a heartbeat (it does not seal).
+  bool sealed_ = false;       ///< The control frame is out; nothing more is written.
+  Clock::time_point lastSend_ = Clock::now();
+  Clock::time_point lastReceive_ = Clock::now();
 
   // Reader: a header (possibly partly read ahead with the previous payload), then a slot.
   ReadState rxState_ = ReadState::kHeader;
@@ -110,6 +135,9 @@ class Connection {
   FrameHeader rx_;
   Fifo* rxFifo_ = nullptr;
   char* rxSlot_ = nullptr;  ///< nullptr while discarding.
+  bool rxNotice_ = false;   ///< The payload being read is an abort notice (into rxNoticeBytes_).
+  unsigned char rxNoticeBytes_[kAbortNoticeMaxBytes] = {};
+  AbortNotice notice_;
   size_t rxDone_ = 0;
   bool byeReceived_ = false;
   bool discard_ = false;

@@ -86,6 +86,9 @@ struct LinksState {
   std::atomic<int> lowestFailed{-1};
   std::atomic<bool> changed{false};
   std::atomic<bool> aborting{false};
+  /// By rank: steady-clock ns when something last arrived from it (network thread), 0
+  /// before its first connection.
+  std::unique_ptr<std::atomic<int64_t>[]> lastHeardNs;
   std::atomic<bool> stopping{false};       ///< The destructor runs: drain, say bye, stop.
   std::atomic<bool> cancelHelpers{false};  ///< Handshakes give up.
 
@@ -96,6 +99,12 @@ struct LinksState {
   std::vector<NewLane> newLanes;
   std::vector<Handoff> handoffs;
   std::list<Helper> helpers;
+  std::vector<FailureInfo> failures;  ///< By rank: why it failed (first reason).
+  std::string abortPayload;           ///< This rank's encoded AbortNotice, once aborting.
+
+  // --- rank thread (heartbeat checks in failedPeer)
+  std::atomic<int64_t> lastCheckNs{0};     ///< The previous failedPeer() call.
+  std::atomic<int64_t> waitingSinceNs{0};  ///< Start of the current run of failedPeer() calls.
 
   // --- rank thread
   std::map<int, std::string> peerAddresses;
@@ -105,8 +114,14 @@ struct LinksState {
 
   /// The receive FIFO (peer -> this rank, lane), created on first use (any thread).
   Fifo& recvFifo(int peer, int lane);
-  /// Records that `peer` failed (first reason logged) and wakes the rank.
-  void markFailed(int peer, const std::string& reason);
+  /// Records that `peer` failed (first reason logged, `info` kept; without an origin the
+  /// info is {peer, reason}) and wakes the rank.
+  void markFailed(int peer, const std::string& reason, FailureInfo info = {});
+  /// Notes that something arrived from `peer` at `ns` (network thread).
+  void heard(int peer, int64_t ns);
+  /// Rank thread: declares failed the peers silent for longer than options.heartbeatTimeout
+  /// during the current wait.
+  void checkHeartbeats();
   /// Wakes the network thread after publishing a change.
   void notifyNetwork();
   /// Starts a helper thread running `body(helper)`.
@@ -133,6 +148,9 @@ struct LinksState {
   /// Joins helpers that finished (network thread, from time to time).
   void reapHelpers();
 };
+
+/// std::chrono::steady_clock now, in ns since its epoch.
+int64_t steadyNs();
 
 /// The network thread's body.
 void runNetwork(LinksState& state);

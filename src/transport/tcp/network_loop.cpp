@@ -8,6 +8,11 @@
 // for a few microseconds (yielding the CPU between polls, for hosts with more threads than
 // cores), which saves a wake-up per message when a rank answers quickly.
 //
+// Liveness: every 250 ms the thread sends a heartbeat on each connection that wrote nothing
+// for TcpLinks::kHeartbeatInterval and notes, per peer, when something last arrived (or that
+// the peer's data waits for this rank's free slots); the rank thread compares that with
+// GROVE_HEARTBEAT_TIMEOUT while it waits (LinksState::checkHeartbeats).
+//
 // Shutdown (the TcpLinks destructor): committed messages are still sent (up to the
 // timeout), incoming data is read and dropped, then every connection gets a bye frame (or
 // an abort frame after abort()) and is closed.
@@ -29,6 +34,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kSpin = std::chrono::microseconds(20);
 constexpr auto kFlushGrace = std::chrono::seconds(1);
+constexpr auto kLivenessTick = std::chrono::milliseconds(250);
 char kEventTag;
 char kListenTag;
 
@@ -44,6 +50,7 @@ class NetworkLoop {
     for (;;) {
       bool progress = absorbChanges();
       progress = pumpAll() || progress;
+      progress = tendLiveness() || progress;
       if (s_.stopping && !continueShutdown()) break;
       int timeoutMs = 0;
       Clock::time_point now = Clock::now();
@@ -54,7 +61,7 @@ class NetworkLoop {
         if (s_.changed.load() || pumpAll()) {
           lastProgress = now;
         } else {
-          timeoutMs = s_.stopping ? 10 : 1000;
+          timeoutMs = s_.stopping ? 10 : static_cast<int>(kLivenessTick.count());
         }
       } else {
         ::sched_yield();  // polling, but let the ranks run first on an oversubscribed host
@@ -103,6 +110,35 @@ class NetworkLoop {
     }
   }
 
+  /// Every kLivenessTick: queues heartbeats on idle connections and records when each peer
+  /// was last heard from; true when a heartbeat was queued.
+  bool tendLiveness() {
+    Clock::time_point now = Clock::now();
+    if (now - lastLivenessTick_ < kLivenessTick) return false;
+    lastLivenessTick_ = now;
+    bool queued = false;
+    for (auto& connection : connections_) {
+      if (connection->state() != Connection::State::kOpen) continue;
+      if (now - connection->lastSend() >= TcpLinks::kHeartbeatInterval) {
+        connection->sendHeartbeat();
+        queued = true;
+      }
+      Clock::time_point heard = connection->waitingForSlot() ? now : connection->lastReceive();
+      s_.heard(connection->peer(), heard.time_since_epoch() / std::chrono::nanoseconds(1));
+    }
+    return queued;
+  }
+
+  /// This rank's abort notice (encoded), for abort frames.
+  std::string abortPayload() {
+    std::lock_guard lock(s_.mutex);
+    if (!s_.abortPayload.empty()) return s_.abortPayload;
+    AbortNotice notice;
+    notice.origin = static_cast<uint32_t>(s_.options.rank);
+    notice.cause = "the communicator was aborted";
+    return notice.encode();
+  }
+
   /// Takes the new send lanes, finished handshakes and the abort request; true if any.
   bool absorbChanges() {
     if (!s_.changed.exchange(false)) return false;
@@ -126,7 +162,8 @@ class NetworkLoop {
     for (Handoff& handoff : handoffs) adopt(std::move(handoff));
     if (s_.aborting && !abortSent_) {
       abortSent_ = true;
-      for (auto& connection : connections_) connection->sendControl(FrameKind::kAbort);
+      std::string payload = abortPayload();
+      for (auto& connection : connections_) connection->sendControl(FrameKind::kAbort, payload);
     }
     return true;
   }
@@ -146,7 +183,8 @@ class NetworkLoop {
     auto connection = std::make_unique<Connection>(
         std::move(handoff.socket), peer, handoff.stream, s_.options.socketsPerPeer,
         handoff.direction, s_.options.geometry.slotBytes,
-        [this, peer](uint16_t lane) { return &s_.recvFifo(peer, lane); });
+        [this, peer](uint16_t lane) { return &s_.recvFifo(peer, lane); }, s_.options.size);
+    s_.heard(peer, steadyNs());
     if (outgoing) {
       auto waiting = waitingLanes_.find(key);
       if (waiting != waitingLanes_.end()) {
@@ -154,7 +192,7 @@ class NetworkLoop {
         waitingLanes_.erase(waiting);
       }
     }
-    if (s_.aborting) connection->sendControl(FrameKind::kAbort);
+    if (s_.aborting) connection->sendControl(FrameKind::kAbort, abortPayload());
     if (s_.stopping) connection->discardIncomingData();
     if (byeQueued_) connection->sendControl(FrameKind::kBye);
     watch(connection->fd(), EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, connection.get());
@@ -193,7 +231,12 @@ class NetworkLoop {
       log::info(s_.options.rank, "TCP transport: {}", connection.error());
     } else if (connection.state() == Connection::State::kAborted || !(s_.stopping || s_.aborting)) {
       // After this rank stopped or aborted, peers closing their ends is expected.
-      s_.markFailed(connection.peer(), connection.error());
+      FailureInfo info;
+      if (connection.state() == Connection::State::kAborted) {
+        info = FailureInfo{static_cast<int>(connection.abortNotice().origin),
+                           connection.abortNotice().cause};
+      }
+      s_.markFailed(connection.peer(), connection.error(), std::move(info));
     }
   }
 
@@ -210,7 +253,8 @@ class NetworkLoop {
       byeQueued_ = true;
       flushDeadline_ = now + kFlushGrace;
       FrameKind kind = s_.aborting ? FrameKind::kAbort : FrameKind::kBye;
-      for (auto& connection : connections_) connection->sendControl(kind);
+      std::string payload = s_.aborting ? abortPayload() : std::string();
+      for (auto& connection : connections_) connection->sendControl(kind, payload);
     }
     bool flushed = std::all_of(connections_.begin(), connections_.end(),
                                [](const auto& c) { return c->controlFlushed(); });
@@ -241,6 +285,7 @@ class NetworkLoop {
   std::map<std::pair<int, int>, Connection*> incoming_;
   std::map<std::pair<int, int>, std::vector<NewLane>> waitingLanes_;
   bool abortSent_ = false;
+  Clock::time_point lastLivenessTick_;
   bool draining_ = false;
   bool byeQueued_ = false;
   Clock::time_point drainDeadline_;

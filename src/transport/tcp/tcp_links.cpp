@@ -10,10 +10,12 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <mutex>
 
 #include "core/log.hpp"
 #include "grove/error.hpp"
@@ -22,6 +24,12 @@
 
 namespace grove::transport {
 namespace tcp {
+
+int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 FifoBox::FifoBox(const FifoGeometry& geometry, Doorbell* senderBell, Doorbell* receiverBell)
     : bytes_(Fifo::memoryBytes(geometry.slotBytes, geometry.depth)) {
@@ -41,17 +49,35 @@ FifoBox::~FifoBox() {
   ::munmap(memory_, bytes_);
 }
 
+namespace {
+
+// Every lane of every peer has its own socket, so a rank of a wide plan can hold hundreds
+// of them: lift this process's soft limit on open files to its hard limit, once.
+void raiseOpenFileLimit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+      limit.rlim_cur = limit.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &limit);
+    }
+  });
+}
+
+}  // namespace
+
 LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Doorbell& bell)
     : store(storeRef), options(std::move(optionsValue)), rankBell(bell) {
   const TcpOptions& o = options;
   if (o.size < 1 || o.rank < 0 || o.rank >= o.size || o.socketsPerPeer < 1 ||
-      o.socketsPerPeer > 64 || o.geometry.slotBytes == 0 || o.geometry.depth < 1) {
+      o.socketsPerPeer > kStreamsPerLane || o.geometry.slotBytes == 0 || o.geometry.depth < 1) {
     throw Error(
         ErrorCode::kInvalidArgument,
         fmt::format("TcpLinks: rank {} of {} with {} sockets per peer and {} slots of {} "
-                    "bytes: expected 0 <= rank < size, 1..64 sockets, nonzero geometry",
+                    "bytes: expected 0 <= rank < size, 1..65536 sockets, nonzero geometry",
                     o.rank, o.size, o.socketsPerPeer, o.geometry.depth, o.geometry.slotBytes));
   }
+  raiseOpenFileLimit();
   isRemote.assign(static_cast<size_t>(o.size), false);
   for (int peer : o.remoteRanks) {
     if (peer < 0 || peer >= o.size || peer == o.rank) {
@@ -62,6 +88,9 @@ LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Door
     isRemote[static_cast<size_t>(peer)] = true;
   }
   failed = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(o.size));
+  lastHeardNs = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(o.size));
+  for (int r = 0; r < o.size; ++r) lastHeardNs[r].store(0, std::memory_order_relaxed);
+  failures.resize(static_cast<size_t>(o.size));
   policy = HelloPolicy{o.rank, o.remoteRanks, o.socketsPerPeer, o.geometry.slotBytes};
 
   eventFd = Socket(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -114,13 +143,46 @@ Fifo& LinksState::recvFifo(int peer, int lane) {
   return box->fifo();
 }
 
-void LinksState::markFailed(int peer, const std::string& reason) {
+void LinksState::markFailed(int peer, const std::string& reason, FailureInfo info) {
   if (peer < 0 || peer >= options.size) return;
+  {
+    std::lock_guard lock(mutex);
+    if (failures[peer].origin < 0) {
+      if (info.origin < 0 || info.origin >= options.size) info = FailureInfo{peer, reason};
+      failures[peer] = sanitizeFailure(std::move(info));
+    }
+  }
   if (!failed[peer].exchange(true)) log::warn(options.rank, "TCP transport: {}", reason);
   int current = lowestFailed.load();
   while ((current < 0 || peer < current) && !lowestFailed.compare_exchange_weak(current, peer)) {
   }
   ring(rankBell);
+}
+
+void LinksState::heard(int peer, int64_t ns) {
+  std::atomic<int64_t>& last = lastHeardNs[peer];
+  int64_t current = last.load(std::memory_order_relaxed);
+  while (current < ns && !last.compare_exchange_weak(current, ns, std::memory_order_relaxed)) {
+  }
+}
+
+void LinksState::checkHeartbeats() {
+  if (options.heartbeatTimeout.count() <= 0) return;
+  const int64_t now = steadyNs();
+  // failedPeer() runs every few milliseconds while the rank waits: a longer gap means a new
+  // wait began, and silence before it does not count (the rank may simply have been busy).
+  if (now - lastCheckNs.exchange(now) > 1'000'000'000) waitingSinceNs = now;
+  const int64_t limit = std::chrono::nanoseconds(options.heartbeatTimeout).count();
+  for (int peer : options.remoteRanks) {
+    int64_t last = lastHeardNs[peer].load(std::memory_order_relaxed);
+    if (last == 0 || failed[peer].load(std::memory_order_relaxed)) continue;
+    if (now - std::max(last, waitingSinceNs.load()) <= limit) continue;
+    std::string cause = fmt::format(
+        "no heartbeat from rank {} for {} s (GROVE_HEARTBEAT_TIMEOUT): stopped, hung or "
+        "unreachable",
+        peer, std::chrono::duration<double>(options.heartbeatTimeout).count());
+    markFailed(peer, cause, FailureInfo{peer, cause});
+  }
 }
 
 void LinksState::notifyNetwork() {
@@ -286,12 +348,39 @@ Fifo& TcpLinks::recvFifo(int peer, int lane) {
   return impl_->state.recvFifo(peer, lane);
 }
 
-void TcpLinks::abort() {
-  impl_->state.aborting = true;
-  impl_->state.notifyNetwork();
+void TcpLinks::abort(const FailureInfo& info) {
+  tcp::LinksState& s = impl_->state;
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.abortPayload.empty()) {
+      FailureInfo clean = sanitizeFailure(info);
+      tcp::AbortNotice notice;
+      notice.origin = static_cast<uint32_t>(
+          clean.origin >= 0 && clean.origin < s.options.size ? clean.origin : s.options.rank);
+      notice.cause = std::move(clean.cause);
+      s.abortPayload = notice.encode();
+    }
+  }
+  s.aborting = true;
+  s.notifyNetwork();
 }
 
-int TcpLinks::failedPeer() const { return impl_->state.lowestFailed.load(); }
+void TcpLinks::abort() {
+  abort(FailureInfo{impl_->state.options.rank, "the communicator was aborted"});
+}
+
+int TcpLinks::failedPeer() const {
+  impl_->state.checkHeartbeats();
+  return impl_->state.lowestFailed.load();
+}
+
+FailureInfo TcpLinks::failure() const {
+  tcp::LinksState& s = impl_->state;
+  int peer = s.lowestFailed.load();
+  if (peer < 0) return FailureInfo{};
+  std::lock_guard lock(s.mutex);
+  return s.failures[peer];
+}
 
 std::string TcpLinks::address() const { return impl_->state.address; }
 

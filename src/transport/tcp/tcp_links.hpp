@@ -12,8 +12,12 @@
 #include "transport/doorbell.hpp"
 #include "transport/fifo.hpp"
 #include "transport/inproc/inproc_transport.hpp"  // FifoGeometry
+#include "transport/transport.hpp"                // FailureInfo
 
 namespace grove::transport {
+
+/// TcpOptions::socketsPerPeer that gives every lane (0..65535) a connection of its own.
+inline constexpr int kStreamsPerLane = 1 << 16;
 
 struct TcpOptions {
   std::string keyPrefix;  ///< Store key namespace of this communicator.
@@ -21,10 +25,19 @@ struct TcpOptions {
   int size = 1;
   std::vector<int> remoteRanks;  ///< Ranks reached over TCP (ascending).
   FifoGeometry geometry;
-  int socketsPerPeer = 1;  ///< GROVE_NSOCKS.
+  /// Connections per peer and direction: lane L travels on stream L % socketsPerPeer. The
+  /// default gives every lane its own connection: a lane whose receive FIFO is full stalls
+  /// its own socket only, never another lane's (with lanes sharing a socket, one full FIFO
+  /// blocks the rest, and plans whose channels wait on each other can deadlock). Tests may
+  /// set fewer.
+  int socketsPerPeer = kStreamsPerLane;
   std::string interfaces;  ///< GROVE_SOCKET_IFNAME (NCCL syntax), empty = automatic.
   std::string secret;      ///< Job secret for the connection handshake.
   std::chrono::milliseconds timeout{300'000};
+  /// GROVE_HEARTBEAT_TIMEOUT: a peer from which nothing (data or heartbeat) arrived for this
+  /// long while this rank waits (calls failedPeer()) is declared failed; 0 turns it off.
+  /// Every connection idle for kHeartbeatInterval sends a heartbeat.
+  std::chrono::milliseconds heartbeatTimeout{10'000};
   /// Per rank (empty, or one entry per rank): the address of that peer on the link this
   /// rank's topology (GROVE_TOPO_FILE) names for the arc this rank -> peer; an empty entry
   /// means "no link of its own". When any entry is set, the listener accepts on every local
@@ -35,6 +48,9 @@ struct TcpOptions {
 
 class TcpLinks {
  public:
+  /// A connection that has sent nothing for this long sends a heartbeat frame.
+  static constexpr std::chrono::milliseconds kHeartbeatInterval{1000};
+
   /// Listens, publishes this rank's address in `store`, and starts the network thread;
   /// connections are made on first use. `rankBell` is rung when data or space arrives.
   TcpLinks(bootstrap::Store& store, TcpOptions options, Doorbell& rankBell);
@@ -44,10 +60,18 @@ class TcpLinks {
 
   Fifo& sendFifo(int peer, int lane);
   Fifo& recvFifo(int peer, int lane);
-  /// Sends an abort notice on every open connection.
+  /// Sends an abort notice carrying `info` (the first call's; sanitized) on every open
+  /// connection.
+  void abort(const FailureInfo& info);
+  /// abort() with this rank as the origin.
   void abort();
-  /// A remote peer that aborted or whose connection broke, or -1.
+  /// A remote peer that aborted, whose connection broke, or that stayed silent for
+  /// heartbeatTimeout while this rank waited (calls to this function less than a second
+  /// apart count as waiting), or -1; the lowest such rank.
   int failedPeer() const;
+  /// What failedPeer() reported: the origin and cause of its abort notice, or that peer and
+  /// what went wrong with its connection; {-1, ""} when no peer failed.
+  FailureInfo failure() const;
   /// The address this rank listens on, "host:port" (for logs).
   std::string address() const;
 

@@ -4,13 +4,15 @@
 // Every connection carries one direction of one (src rank -> dst rank, stream) pair. After
 // the secret handshake (bootstrap::authenticate) the connecting side sends a Hello, the
 // accepting side validates it and answers with an Ack; from then on both sides speak frames:
-// a fixed 16-byte header followed by `bytes` payload bytes (data frames only, src -> dst).
-// Control frames (abort, bye) may travel either way. All integers are little-endian and
-// every field read from the wire is range-checked before it is used.
+// a fixed 16-byte header followed by `bytes` payload bytes (data frames src -> dst, and the
+// abort frame's notice). Control frames (abort, bye, heartbeat) may travel either way. All
+// integers are little-endian and every field read from the wire is range-checked before it
+// is used.
 #pragma once
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -24,13 +26,20 @@ static_assert(std::endian::native == std::endian::little,
 
 inline constexpr uint32_t kFrameMagic = 0x47524654;  ///< "TFRG": start of every frame.
 inline constexpr uint32_t kHelloMagic = 0x47524848;  ///< "HHRG": the hello and its ack.
-inline constexpr uint16_t kWireVersion = 1;
+/// 2: abort frames carry a notice (origin rank and cause); heartbeat frames.
+inline constexpr uint16_t kWireVersion = 2;
+/// Longest cause an abort notice carries (= FailureInfo::kMaxCauseBytes).
+inline constexpr size_t kMaxAbortCause = 200;
+/// An abort frame's payload: {u32 origin, cause bytes}: 4 to 4 + kMaxAbortCause bytes.
+inline constexpr size_t kAbortNoticeMinBytes = 4;
+inline constexpr size_t kAbortNoticeMaxBytes = 4 + kMaxAbortCause;
 
 /// What a frame means.
 enum class FrameKind : uint16_t {
-  kData = 0,   ///< One message of a FIFO: `bytes` payload bytes for `lane`.
-  kAbort = 1,  ///< The sender aborted: every pending operation with it must fail.
-  kBye = 2,    ///< The sender closes this connection cleanly; the EOF that follows is no error.
+  kData = 0,       ///< One message of a FIFO: `bytes` payload bytes for `lane`.
+  kAbort = 1,      ///< The sender aborted; the payload is an AbortNotice saying where and why.
+  kBye = 2,        ///< The sender closes this connection cleanly; the EOF that follows is no error.
+  kHeartbeat = 3,  ///< No payload: the sender is alive (sent when it had sent nothing for 1 s).
 };
 
 /// Frame header: {u32 magic, u16 lane, u16 kind, u64 bytes}.
@@ -73,6 +82,8 @@ enum class FrameCheck {
   kUnexpectedData,  ///< Data on an outgoing connection, or after the peer's bye.
   kTooLarge,        ///< More payload bytes than a slot holds.
   kWrongStream,     ///< The lane belongs to another stream of this peer.
+  kBadControlSize,  ///< An abort notice outside 4..4+kMaxAbortCause bytes, or a heartbeat with
+                    ///< a payload.
 };
 
 /// Checks every field of a received header before any of it is used (a pure function: the
@@ -88,6 +99,12 @@ inline FrameCheck checkFrameHeader(const FrameHeader& header, const FrameRules& 
       }
       return FrameCheck::kOk;
     case FrameKind::kAbort:
+      if (header.bytes < kAbortNoticeMinBytes || header.bytes > kAbortNoticeMaxBytes) {
+        return FrameCheck::kBadControlSize;
+      }
+      return FrameCheck::kOk;
+    case FrameKind::kHeartbeat:
+      return header.bytes == 0 ? FrameCheck::kOk : FrameCheck::kBadControlSize;
     case FrameKind::kBye:
       return FrameCheck::kOk;
   }
@@ -104,7 +121,7 @@ inline std::string describeFrameProblem(FrameCheck check, const FrameHeader& hea
       return fmt::format("rank {} sent a frame with bad magic {:#010x} (expected {:#010x})", peer,
                          header.magic, kFrameMagic);
     case FrameCheck::kUnknownKind:
-      return fmt::format("rank {} sent a frame of unknown kind {} (expected 0, 1 or 2)", peer,
+      return fmt::format("rank {} sent a frame of unknown kind {} (expected 0 to 3)", peer,
                          header.kind);
     case FrameCheck::kUnexpectedData:
       return fmt::format("rank {} sent a data frame on a connection that carries none", peer);
@@ -115,9 +132,48 @@ inline std::string describeFrameProblem(FrameCheck check, const FrameHeader& hea
       return fmt::format("rank {} sent lane {} on stream {} (expected stream {})", peer,
                          header.lane, rules.stream,
                          rules.streams < 1 ? -1 : header.lane % rules.streams);
+    case FrameCheck::kBadControlSize:
+      return fmt::format(
+          "rank {} sent a {} frame of {} bytes (expected {})", peer,
+          header.kind == static_cast<uint16_t>(FrameKind::kAbort) ? "abort" : "heartbeat",
+          header.bytes,
+          header.kind == static_cast<uint16_t>(FrameKind::kAbort)
+              ? fmt::format("{} to {}", kAbortNoticeMinBytes, kAbortNoticeMaxBytes)
+              : std::string("0"));
   }
   return fmt::format("rank {} sent an acceptable frame header", peer);
 }
+
+/// The payload of an abort frame: the rank where the failure started (which may differ from
+/// the sender, which forwards it) and a short printable cause.
+struct AbortNotice {
+  uint32_t origin = 0;
+  std::string cause;
+
+  /// {u32 origin, cause}; the cause is cut to kMaxAbortCause bytes.
+  std::string encode() const {
+    size_t causeBytes = std::min(cause.size(), kMaxAbortCause);
+    std::string out(4 + causeBytes, '\0');
+    std::memcpy(out.data(), &origin, 4);
+    std::memcpy(out.data() + 4, cause.data(), causeBytes);
+    return out;
+  }
+  /// Decodes `bytes` payload bytes received from a peer; false (and `*out` untouched) when
+  /// the size is outside kAbortNoticeMinBytes..kAbortNoticeMaxBytes or the origin is not a
+  /// rank below `ranks`. Bytes of the cause outside printable ASCII become '?'.
+  static bool decode(const unsigned char* in, size_t bytes, int ranks, AbortNotice* out) {
+    if (bytes < kAbortNoticeMinBytes || bytes > kAbortNoticeMaxBytes || ranks < 1) return false;
+    uint32_t origin = 0;
+    std::memcpy(&origin, in, 4);
+    if (origin >= static_cast<uint32_t>(ranks)) return false;
+    out->origin = origin;
+    out->cause.assign(reinterpret_cast<const char*>(in) + 4, bytes - 4);
+    for (char& c : out->cause) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+    }
+    return true;
+  }
+};
 
 /// First message of the connecting side: {u32 magic, u16 version, u16 stream, u32 src,
 /// u32 dst, u64 slotBytes}.
