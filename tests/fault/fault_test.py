@@ -62,6 +62,7 @@ class Trial:
         self.label = "%s %dB n=%d %s" % (collective, size, n, "tcp" if tcp else "shm")
         port = free_port()
         self.procs = []
+        self.early = []  # lines ranks printed before "ready"
         for rank in range(n):
             env = {k: v for k, v in os.environ.items() if not LAUNCHER_VARS.match(k)}
             env.update({"GROVE_RANK": str(rank), "GROVE_WORLD_SIZE": str(n),
@@ -87,6 +88,7 @@ class Trial:
                     return False
                 if line.startswith("ready"):
                     break
+                self.early.append(line.strip())  # e.g. "init-error ...", for the report
         return True
 
     def finish(self, limit):
@@ -109,12 +111,26 @@ class Trial:
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
-        report = []
+        report = list(self.early)
         for rank, p in enumerate(self.procs):
             out, err = p.communicate()
             report.append("rank %d (status %s): %s %s" %
                           (rank, p.returncode, out.strip()[-300:], err.strip()[-600:]))
         return "\n".join(report)
+
+
+def start_trial(*args, **kwargs):
+    """A Trial whose ranks all got ready, or (None, report). The store's port is picked free
+    and then given to rank 0; in between another process may take it ("Address already in
+    use"), so such a start is retried on a fresh port."""
+    for _ in range(5):
+        trial = Trial(*args, **kwargs)
+        if trial.wait_ready(60):
+            return trial, ""
+        report = trial.kill_all()
+        if "already in use" not in report:
+            return None, report
+    return None, report
 
 
 def marked_processes():
@@ -163,10 +179,10 @@ def case_kill(trials, seed):
                                  "alltoall"])
         size = rng.choice([8, 4096, 1 << 20, 8 << 20])
         tcp = rng.random() < 0.25
-        trial = Trial(n, collective, size, tcp, timeout)
-        if not trial.wait_ready(60):
-            fail("trial %d (%s): ranks did not get ready:\n%s" %
-                 (t, trial.label, trial.kill_all()))
+        trial, report = start_trial(n, collective, size, tcp, timeout)
+        if trial is None:
+            fail("trial %d (%s %dB n=%d): ranks did not get ready:\n%s" %
+                 (t, collective, size, n, report))
             continue
         time.sleep(rng.uniform(0, 0.05))
         victim = rng.randrange(n)
@@ -217,9 +233,9 @@ def case_kill(trials, seed):
 def case_stop():
     timeout = 3
     for tcp in (False, True):
-        trial = Trial(3, "allreduce", 4096, tcp, timeout)
-        if not trial.wait_ready(60):
-            fail("stop (%s): ranks did not get ready:\n%s" % (trial.label, trial.kill_all()))
+        trial, report = start_trial(3, "allreduce", 4096, tcp, timeout)
+        if trial is None:
+            fail("stop: ranks did not get ready:\n%s" % report)
             continue
         victim = 1
         trial.procs[victim].send_signal(signal.SIGSTOP)
@@ -265,10 +281,10 @@ def case_heartbeat():
     """SIGSTOP a rank over TCP: heartbeats (GROVE_HEARTBEAT_TIMEOUT=2) must expose it long
     before the operation timeout (60 s); every other rank names it as the origin."""
     timeout, heartbeat = 60, 2
-    trial = Trial(3, "allreduce", 4096, True, timeout,
-                  {"GROVE_HEARTBEAT_TIMEOUT": str(heartbeat)})
-    if not trial.wait_ready(60):
-        fail("heartbeat (%s): ranks did not get ready:\n%s" % (trial.label, trial.kill_all()))
+    trial, report = start_trial(3, "allreduce", 4096, True, timeout,
+                                {"GROVE_HEARTBEAT_TIMEOUT": str(heartbeat)})
+    if trial is None:
+        fail("heartbeat: ranks did not get ready:\n%s" % report)
         return
     victim = 1
     trial.procs[victim].send_signal(signal.SIGSTOP)
