@@ -55,8 +55,11 @@ for f in "$INCLUDEDIR/grove/grove.hpp" "$INCLUDEDIR/grove/communicator.hpp" \
   "$LIBDIR/cmake/grove/groveTargets.cmake" "$LIBDIR/pkgconfig/grove.pc"; do
   [[ -e "$prefix/$f" ]] || fail "$f is not installed under $prefix"
 done
-if find "$prefix/$INCLUDEDIR" -name '*.in' | grep -q .; then
-  fail "a template (*.in) was installed: $(find "$prefix/$INCLUDEDIR" -name '*.in')"
+# Listings are captured before grep reads them: `cmd | grep -q` under pipefail fails at
+# random when grep exits on its first match and cmd, still writing, dies of SIGPIPE.
+templates=$(find "$prefix/$INCLUDEDIR" -name '*.in')
+if [[ -n $templates ]]; then
+  fail "a template (*.in) was installed: $templates"
 fi
 "$prefix/bin/grove" --help >/dev/null || fail "the installed bin/grove --help failed"
 
@@ -70,10 +73,12 @@ step "CMake consumer: find_package(grove)"
 "$work_dir/consumer-build/consumer_shared" || fail "consumer_shared (grove::grove) failed"
 "$work_dir/consumer-build/consumer_static" || fail "consumer_static (grove::grove_static) failed"
 if command -v ldd >/dev/null 2>&1; then
-  ldd "$work_dir/consumer-build/consumer_shared" | grep -q "$prefix/$LIBDIR/libgrove.so" ||
-    fail "consumer_shared does not load libgrove.so from $prefix/$LIBDIR"
-  ! ldd "$work_dir/consumer-build/consumer_static" | grep -q 'libgrove\|libfmt' ||
-    fail "consumer_static depends on a shared grove or fmt library"
+  shared_libs=$(ldd "$work_dir/consumer-build/consumer_shared")
+  grep -q "$prefix/$LIBDIR/libgrove.so" <<<"$shared_libs" ||
+    fail "consumer_shared does not load libgrove.so from $prefix/$LIBDIR: $shared_libs"
+  static_libs=$(ldd "$work_dir/consumer-build/consumer_static")
+  ! grep -q 'libgrove\|libfmt' <<<"$static_libs" ||
+    fail "consumer_static depends on a shared grove or fmt library: $static_libs"
 fi
 
 step "pkg-config consumer: C program"
