@@ -114,13 +114,16 @@ double defaultLatencyUs(LinkKind kind) {
   return 1.0;
 }
 
-constexpr int64_t kMaxRanks = 1 << 20;
+// The most ranks a topology file may describe. "ranks": N expands a few bytes into N
+// vertices, so without a cap a tiny file could make every reader spend seconds and memory
+// (the fuzzer found "ranks": 999991).
+constexpr int64_t kMaxRanks = 1 << 16;
 
 void readVertices(const Reader& in, const Json& root, Topology& t) {
   const Json* vertices = in.field(root, "vertices");
   const Json* ranks = in.field(root, "ranks");
   int64_t declaredRanks = -1;
-  if (ranks) declaredRanks = in.integer(*ranks, "ranks", 1, kMaxRanks, "a rank count >= 1");
+  if (ranks) declaredRanks = in.integer(*ranks, "ranks", 1, kMaxRanks, "a rank count in 1..65536");
   if (!vertices) {
     if (!ranks) in.fail("vertices", "missing (expected a \"vertices\" array or \"ranks\": N)");
     for (int r = 0; r < declaredRanks; ++r) {

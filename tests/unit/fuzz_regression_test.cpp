@@ -277,6 +277,13 @@ TEST(FuzzRegressionTopo, NumberOverflowIsAClearError) {
               HasSubstr("fuzz.json"));
 }
 
+// Found by fuzz_topo_json (a timeout): "ranks": N made N vertices out of a few bytes.
+TEST(FuzzRegressionTopo, HugeRankCountIsAClearError) {
+  const std::string message = topoError(R"({"ranks": 999991, "links": []})");
+  EXPECT_THAT(message, HasSubstr("ranks"));
+  EXPECT_THAT(message, HasSubstr("1..65536"));
+}
+
 TEST(FuzzRegressionTopo, NotJsonIsAClearError) {
   EXPECT_THAT(topoError(""), HasSubstr("fuzz.json"));
   EXPECT_THAT(topoError(std::string_view("\xff\xfe{", 3)), HasSubstr("fuzz.json"));
