@@ -162,7 +162,8 @@ TEST(TopologyJson, ErrorsNameThePathAndTheExpectation) {
   EXPECT_EQ(jsonError("[]"), "t.json: (top level): expected a JSON object, got []");
   EXPECT_EQ(jsonError("{}"),
             "t.json: vertices: missing (expected a \"vertices\" array or \"ranks\": N)");
-  EXPECT_EQ(jsonError(R"({"ranks": 0})"), "t.json: ranks: expected a rank count in 1..65536, got 0");
+  EXPECT_EQ(jsonError(R"({"ranks": 0})"),
+            "t.json: ranks: expected a rank count in 1..65536, got 0");
   EXPECT_EQ(jsonError(R"({"ranks": 2, "name": 3})"), "t.json: name: expected a string, got 3");
   EXPECT_EQ(jsonError(R"({"ranks": 2, "unit_gbps": 0})"),
             "t.json: unit_gbps: expected a positive number of GB/s, got 0");
