@@ -65,7 +65,7 @@ void fuzzFrames(uint8_t settings, const uint8_t* data, size_t size) {
         int ranks = 1 + (settings & 15);
         if (grove::transport::tcp::AbortNotice::decode(data + at, payload, ranks, &notice)) {
           require(notice.origin < static_cast<uint32_t>(ranks));
-          require(notice.cause.size() == payload - 4);
+          require(notice.cause.size() == payload - 8);
           for (char c : notice.cause) require(c >= 0x20 && c <= 0x7e);
           require(notice.encode().size() == payload);
         }

@@ -22,6 +22,7 @@ readonly PACKAGES=(
   libcli11-dev        # command-line parsing of the grove tool
   libfmt-dev          # formatting of messages and tables
   libssl-dev          # libcrypto: HMAC-SHA256 of the bootstrap authentication
+  libxxhash-dev       # xxHash (header-only): GROVE_CHECKSUM's per-message checksums
   clang-format        # make format / make format-check
   clang               # clang++ for the libFuzzer targets (make test-fuzz); GCC has no libFuzzer
   libclang-rt-14-dev  # libFuzzer + sanitizer runtimes of clang 14 (only recommended by clang)

@@ -6,7 +6,9 @@
 #include <cstdint>
 
 #include "core/comm_state.hpp"
+#include "core/signature_check.hpp"
 #include "core/validate.hpp"
+#include "exec/message_tag.hpp"
 
 namespace grove::detail {
 namespace {
@@ -47,6 +49,9 @@ std::shared_ptr<Operation> issuePointToPoint(CommState& state, const CollectiveC
   transfer.buffer = isSend ? const_cast<char*>(static_cast<const char*>(call.sendbuf))
                            : static_cast<char*>(call.recvbuf);
   transfer.bytes = bytes;
+  transfer.tag.count = call.count;
+  transfer.tag.collective = static_cast<uint8_t>(Collective::kSendRecv);
+  transfer.tag.type = static_cast<uint8_t>(call.type);
   op->transfers.push_back(transfer);
   if (call.options != nullptr) op->timeout = call.options->timeout;
   return state.submit(op);
@@ -166,9 +171,22 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
   bool inPlace = checkOverlap(site, call.sendbuf, sendElems * es, call.recvbuf, recvElems * es,
                               sendElems > 0 && recvElems > 0 ? inPlaceSend : nullptr, inPlaceForm);
 
+  // Every rank numbers this call the same; its messages carry the number and arguments.
+  transport::MessageTag tag;
+  tag.call = state.nextCollective();
+  tag.count = call.collective == Collective::kAllToAllv ? 0 : count;  // per-rank counts
+  tag.root = rooted ? call.root : -1;
+  tag.collective = static_cast<uint8_t>(call.collective);
+  tag.type = static_cast<uint8_t>(call.type);
+  tag.op = reduces ? static_cast<uint8_t>(call.op) : 0;
+  const bool checkSignatures = state.config().checkSignatures;
+
   if (count == 0 && call.collective != Collective::kBarrier &&
       call.collective != Collective::kAllToAllv) {
-    return completed(state);
+    if (!checkSignatures) return completed(state);
+    auto check = makeSignatureCheck(state, tag, nullptr);
+    if (call.options != nullptr) check->timeout = call.options->timeout;
+    return state.submit(check);
   }
 
   plan::PlanRequest request{call.collective,
@@ -201,6 +219,10 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
       k};
   buffers.output = {recvElems > 0 ? static_cast<char*>(call.recvbuf) : nullptr, count, k};
   buffers.scratch = {nullptr, count, k};
+  tag.algorithm = exec::algorithmTag(algorithm.name);
+  buffers.tag = tag;
+  buffers.checksum = state.config().checksum;
+  buffers.faultDelay = state.config().faultDelay;
   op->scratchBytes = bound.plan.scratchBlocks * count * es;
   if (inPlace &&
       (call.collective == Collective::kAllToAll || call.collective == Collective::kAllToAllv)) {
@@ -209,6 +231,7 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
     op->stageBytes = sendElems * es;
   }
   if (call.options != nullptr) op->timeout = call.options->timeout;
+  if (checkSignatures) state.submit(makeSignatureCheck(state, tag, op));
   return state.submit(op);
 }
 

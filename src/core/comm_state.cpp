@@ -3,11 +3,15 @@
 #include <sched.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "core/comm_topology.hpp"
 #include "core/log.hpp"
+#include "core/signature_check.hpp"
+#include "exec/message_tag.hpp"
 #include "plan/printer.hpp"
 #include "plan/verifier.hpp"
 
@@ -28,6 +32,7 @@ CommState::CommState(std::unique_ptr<transport::Transport> transport, Config con
                             "communicator has {}",
                             topology_->name, rank_, size_, topology_->rankCount(), size_));
   }
+  if (config_.faultRank >= 0 && config_.faultRank != rank_) config_.faultDelay = {};
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   const int usable = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
@@ -194,11 +199,18 @@ exec::Progress CommState::advanceTransfers(Operation& op) {
         void* out = t.fifo->tryAcquire();
         if (out == nullptr) break;
         if (piece) memcpy(out, t.buffer + t.moved, piece);
-        t.fifo->commit(piece);
+        if (config_.faultDelay.count() > 0) std::this_thread::sleep_for(config_.faultDelay);
+        t.fifo->commit(piece, exec::stamped(t.tag, config_.checksum, out, piece));
       } else {
         size_t got = 0;
-        const void* in = t.fifo->tryPeek(&got);
+        const transport::MessageTag* tag = nullptr;
+        const void* in = t.fifo->tryPeek(&got, &tag);
         if (in == nullptr) break;
+        if (std::string problem = exec::checkReceived(t.tag, *tag, in, got, t.peer, 0, &op.error);
+            !problem.empty()) {
+          op.message = std::move(problem);
+          return exec::Progress::kFailed;
+        }
         if (got != piece) {
           op.message = fmt::format(
               "recv from rank {} of {} bytes got a message of {} bytes where {} were expected "
@@ -224,7 +236,10 @@ exec::Progress CommState::advance(Operation& op) {
   if (!op.started) start(op);
   if (op.plan == nullptr) return advanceTransfers(op);
   exec::Progress progress = op.execution.advance();
-  if (progress == exec::Progress::kFailed) op.message = op.execution.error();
+  if (progress == exec::Progress::kFailed) {
+    op.message = op.execution.error();
+    op.error = op.execution.errorCode();
+  }
   return progress;
 }
 
@@ -241,10 +256,17 @@ bool CommState::poll() {
     }
     if (progress == exec::Progress::kFailed) {
       std::string reason = op.message;
-      fail(op, ErrorCode::kInvalidUsage,
+      ErrorCode code = op.error != ErrorCode::kSuccess ? op.error : ErrorCode::kInvalidUsage;
+      fail(op, code,
            fmt::format("grove: {} failed on rank {} of {}: {}", op.describe(), rank_, size_,
                        reason));
       return true;
+    }
+    if (progress == exec::Progress::kDone && op.signatureCheck) {
+      if (std::string problem = compareSignatures(op, rank_, size_); !problem.empty()) {
+        failSignatureCheck(op, problem);
+        return true;
+      }
     }
     if (progress == exec::Progress::kDone) {
       op.state = Operation::State::kDone;
@@ -284,7 +306,8 @@ bool CommState::failIfStuck(Clock::time_point now) {
     transport::FailureInfo info = transport_->failure();
     if (info.origin < 0) info = transport::FailureInfo{peer, "it failed or aborted"};
     transport_->abort(info);
-    failQueued(ErrorCode::kRemoteError,
+    // A usage error (calls that differ between ranks) is one on every rank.
+    failQueued(info.usageError ? ErrorCode::kInvalidUsage : ErrorCode::kRemoteError,
                info.origin == peer
                    ? fmt::format("rank {} failed: {}; this rank cannot complete the call",
                                  info.origin, info.cause)
@@ -368,9 +391,26 @@ void CommState::fail(Operation& op, ErrorCode code, const std::string& message) 
   // of waiting for this rank.
   std::string_view cause = message;
   if (cause.starts_with("grove: ")) cause.remove_prefix(7);
-  transport_->abort(transport::FailureInfo{rank_, std::string(cause)});
+  transport_->abort(
+      transport::FailureInfo{rank_, std::string(cause), code == ErrorCode::kInvalidUsage});
   failQueued(ErrorCode::kRemoteError,
              "an earlier operation on this communicator failed: " + message);
+}
+
+void CommState::failSignatureCheck(Operation& check, const std::string& message) {
+  auto failOne = [&](Operation& op) {
+    op.state = Operation::State::kFailed;
+    op.error = ErrorCode::kInvalidUsage;
+    op.message = message;
+    if (tracer_ != nullptr) traceCall(op);
+  };
+  failOne(check);
+  queue_.pop_front();  // `check` was the head
+  if (std::shared_ptr<Operation> call = check.checkedCall; call != nullptr) {
+    auto it = std::find(queue_.begin(), queue_.end(), call);
+    if (it != queue_.end()) queue_.erase(it);
+    if (!call->finished()) failOne(*call);
+  }
 }
 
 void CommState::traceCall(const Operation& op) {

@@ -80,6 +80,9 @@ class CommState {
   ErrorCode asyncError() const { return asyncError_; }
 
   uint64_t nextSequence() { return ++sequence_; }
+  /// Numbers collective calls (not send/recv, which involve only some ranks): every rank
+  /// gives the same call the same number, which its messages carry (MessageTag::call).
+  uint64_t nextCollective() { return ++collectives_; }
   uint64_t nextSplitSequence() { return ++splitSequence_; }
   /// Scratch memory of at least `bytes`, grown (and pre-faulted) only when needed.
   char* scratch(size_t bytes);
@@ -89,6 +92,10 @@ class CommState {
   exec::Progress advance(Operation& op);
   exec::Progress advanceTransfers(Operation& op);
   void fail(Operation& op, ErrorCode code, const std::string& message);
+  /// GROVE_CHECK: the signatures `check` gathered differ (`message` says how): fails it and
+  /// the call it checked on this rank without aborting — every rank sees the same
+  /// signatures and fails the same way, so no message of the call is ever sent.
+  void failSignatureCheck(Operation& check, const std::string& message);
   void failQueued(ErrorCode code, const std::string& reason);
   /// abort() and revoke(): fails everything queued or held with `reason`, tells the peers.
   void quiesce(const char* reason);
@@ -126,6 +133,7 @@ class CommState {
   std::atomic<bool> revoked_{false};
   ErrorCode asyncError_ = ErrorCode::kSuccess;
   uint64_t sequence_ = 0;
+  uint64_t collectives_ = 0;
   uint64_t splitSequence_ = 0;
 };
 

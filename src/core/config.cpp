@@ -46,6 +46,13 @@ Config Config::fromEnvironment() {
     config.spin = std::chrono::microseconds(readNumber("GROVE_SPIN_US", 0, 0, 1'000'000));
   }
   config.verifyPlans = readNumber("GROVE_VERIFY", 0, 0, 1) == 1;
+  config.checkSignatures = readNumber("GROVE_CHECK", 0, 0, 1) == 1;
+  config.checksum = readNumber("GROVE_CHECKSUM", 0, 0, 1) == 1;
+  config.faultDelay =
+      std::chrono::microseconds(readNumber("GROVE_FAULT_DELAY_US", 0, 0, 60'000'000));
+  if (const char* rank = getenv("GROVE_FAULT_RANK"); rank != nullptr && *rank != '\0') {
+    config.faultRank = static_cast<int>(readNumber("GROVE_FAULT_RANK", 0, 0, 1u << 30));
+  }
   if (const char* trace = getenv("GROVE_TRACE")) config.tracePath = trace;
   config.traceSteps = readNumber("GROVE_TRACE_STEPS", config.traceSteps, 1, 1u << 26);
   return config;

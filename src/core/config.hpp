@@ -40,6 +40,22 @@ struct Config {
   /// GROVE_VERIFY=1: prove every new plan with the symbolic verifier before first use.
   bool verifyPlans = false;
 
+  /// GROVE_CHECK=1: before each collective, every rank's full signature (collective, count,
+  /// type, operator, root, algorithm) is exchanged and compared (like
+  /// TORCH_DISTRIBUTED_DEBUG=DETAIL); a difference fails the call on every rank with
+  /// kInvalidUsage naming each rank that differs. Costs one small allgather per call.
+  bool checkSignatures = false;
+  /// GROVE_CHECKSUM=1: every message carries a checksum of its payload, verified by its
+  /// receiver; a mismatch fails the call with kSystemError naming the link.
+  bool checksum = false;
+  /// GROVE_FAULT_DELAY_US (tests only, default 0): this rank sleeps this long before each
+  /// message it sends, standing for a slow peer (tests/fault: slow peers must still finish
+  /// correctly, and their heartbeats keep them from being declared failed).
+  std::chrono::microseconds faultDelay{0};
+  /// GROVE_FAULT_RANK (tests only, default -1 = every rank): the only rank GROVE_FAULT_DELAY_US
+  /// applies to.
+  int faultRank = -1;
+
   /// GROVE_TRACE=PATH: write a Chrome trace of every call and step when the communicator is
   /// destroyed ("%r" in PATH becomes the rank; see docs/tracing.md). Empty: no tracing.
   std::string tracePath;

@@ -20,6 +20,9 @@ void Operation::reset() {
   stageFrom = nullptr;
   stageBytes = 0;
   transfers.clear();
+  signatureCheck = false;
+  checkedCall.reset();
+  signatures.clear();
   state = State::kIdle;
   error = ErrorCode::kSuccess;
   message.clear();
@@ -29,6 +32,10 @@ void Operation::reset() {
 }
 
 std::string Operation::describe() const {
+  if (signatureCheck) {
+    return fmt::format("signature check #{} (GROVE_CHECK=1) of {}", sequence,
+                       checkedCall != nullptr ? checkedCall->describe() : "a call of count 0");
+  }
   if (plan == nullptr && collective == plan::Collective::kSendRecv) {
     return fmt::format("send/recv #{} ({} transfers)", sequence, transfers.size());
   }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct Transfer {
   size_t moved = 0;
   size_t messages = 0;  ///< Messages exchanged so far (an empty transfer still sends one).
   transport::Fifo* fifo = nullptr;
+  /// What every message of the transfer carries: send/recv, its count and type (the
+  /// receiver compares the sender's with its own).
+  transport::MessageTag tag;
 };
 
 class Operation {
@@ -53,6 +57,13 @@ class Operation {
 
   // A point-to-point batch.
   std::vector<Transfer> transfers;
+
+  // GROVE_CHECK=1: this operation is the signature exchange that precedes `checkedCall`
+  // (nullptr for a call with nothing to move); `signatures` holds this rank's signature
+  // followed by every rank's (MessageTag packed into 4 words each).
+  bool signatureCheck = false;
+  std::shared_ptr<Operation> checkedCall;
+  std::vector<uint64_t> signatures;
 
   State state = State::kIdle;
   ErrorCode error = ErrorCode::kSuccess;

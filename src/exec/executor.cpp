@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
+#include "exec/message_tag.hpp"
 #include "exec/reduce.hpp"
 #include "fmt/format.h"
 
@@ -30,6 +32,8 @@ void Execution::start(const BoundPlan& plan, const CallBuffers& buffers) {
   buffers_ = buffers;
   elementBytes_ = dataTypeSize(buffers.type);
   error_.clear();
+  errorCode_ = ErrorCode::kInvalidUsage;
+  tagged_ = buffers.tag.call != 0;
   cursors_.assign(plan.channels.size(), Cursor{});
   remainingChannels_ = 0;
   for (size_t c = 0; c < plan.channels.size(); ++c) {
@@ -95,8 +99,14 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
   const void* in = nullptr;
   if (plan::receives(step.op)) {
     size_t inBytes = 0;
-    in = bound.recv->tryPeek(&inBytes);
+    const transport::MessageTag* tag = nullptr;
+    in = bound.recv->tryPeek(&inBytes, &tag);
     if (in == nullptr) return StepResult::kBlocked;
+    if (tagged_ || tag->flags != 0) {
+      error_ = checkReceived(buffers_.tag, *tag, in, inBytes, step.recvPeer, step.lane, &errorCode_,
+                             tagged_);
+      if (!error_.empty()) return StepResult::kFailed;
+    }
     if (inBytes != bytes) {
       error_ = fmt::format(
           "message size mismatch from rank {}: received {} bytes, expected {} (do all ranks "
@@ -155,7 +165,10 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
       break;
   }
   if (in != nullptr) bound.recv->release();
-  if (out != nullptr) bound.send->commit(bytes);
+  if (out != nullptr) {
+    if (buffers_.faultDelay.count() > 0) std::this_thread::sleep_for(buffers_.faultDelay);
+    bound.send->commit(bytes, stamped(buffers_.tag, buffers_.checksum, out, bytes));
+  }
   return StepResult::kFired;
 }
 

@@ -7,6 +7,7 @@
 // list tile after tile, so tiles pipeline through the FIFOs.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "exec/layout.hpp"
 #include "exec/trace_buffer.hpp"
+#include "grove/error.hpp"
 #include "grove/types.hpp"
 #include "plan/plan.hpp"
 #include "transport/transport.hpp"
@@ -48,6 +50,15 @@ struct CallBuffers {
   /// GROVE_TRACE: where to record every fired step, or nullptr (tracing off).
   TraceBuffer* trace = nullptr;
   uint64_t sequence = 0;  ///< The call's sequence number, for trace records.
+  /// The tag every message of this call carries; received messages must carry the same
+  /// (see MessageTag). A tag whose `call` is 0 (untagged: tests of the executor alone) is
+  /// not checked.
+  transport::MessageTag tag;
+  /// GROVE_CHECKSUM: sent messages carry a checksum of their payload and received ones are
+  /// verified against theirs.
+  bool checksum = false;
+  /// GROVE_FAULT_DELAY_US (tests): sleep this long before committing each sent message.
+  std::chrono::microseconds faultDelay{0};
 };
 
 /// What advance() observed.
@@ -74,6 +85,9 @@ class Execution {
   bool done() const { return remainingChannels_ == 0; }
   /// Message of the failure after advance() returned kFailed.
   const std::string& error() const { return error_; }
+  /// Its code: kInvalidUsage (the ranks' calls or buffers disagree) or kSystemError (a
+  /// message arrived corrupted).
+  ErrorCode errorCode() const { return errorCode_; }
   /// The first step this execution is blocked on (valid after kBlocked).
   WaitPoint waitPoint() const;
 
@@ -100,7 +114,9 @@ class Execution {
   size_t elementBytes_ = 1;
   std::vector<Cursor> cursors_;
   int remainingChannels_ = 0;
+  bool tagged_ = false;  ///< buffers_.tag is set: received tags are compared with it.
   std::string error_;
+  ErrorCode errorCode_ = ErrorCode::kInvalidUsage;
 };
 
 }  // namespace grove::exec

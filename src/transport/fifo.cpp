@@ -2,19 +2,20 @@
 
 namespace grove::transport {
 namespace {
-constexpr size_t kLengthsOffset = sizeof(FifoControl);
+constexpr size_t kHeadersOffset = sizeof(FifoControl);
 constexpr size_t roundUp(size_t value, size_t to) { return (value + to - 1) / to * to; }
 }  // namespace
 
 size_t Fifo::memoryBytes(size_t slotBytes, uint32_t depth) {
-  return roundUp(kLengthsOffset + depth * sizeof(size_t), 4096) + slotBytes * depth;
+  return roundUp(kHeadersOffset + depth * sizeof(SlotHeader), 4096) + slotBytes * depth;
 }
 
 Fifo::Fifo(void* memory, size_t slotBytes, uint32_t depth, Doorbell* senderBell,
            Doorbell* receiverBell)
     : control_(static_cast<FifoControl*>(memory)),
-      lengths_(reinterpret_cast<size_t*>(static_cast<char*>(memory) + kLengthsOffset)),
-      slots_(static_cast<char*>(memory) + roundUp(kLengthsOffset + depth * sizeof(size_t), 4096)),
+      headers_(reinterpret_cast<SlotHeader*>(static_cast<char*>(memory) + kHeadersOffset)),
+      slots_(static_cast<char*>(memory) +
+             roundUp(kHeadersOffset + depth * sizeof(SlotHeader), 4096)),
       slotBytes_(slotBytes),
       depth_(depth),
       senderBell_(senderBell),

@@ -16,6 +16,37 @@
 
 namespace grove::transport {
 
+/// What call a message belongs to (32 bytes; the TCP frame header carries it verbatim).
+/// Zero means untagged (tests and internal exchanges that do not check).
+struct MessageTag {
+  /// Bit set in `flags` when `checksum` holds the payload's checksum (GROVE_CHECKSUM).
+  static constexpr uint8_t kHasChecksum = 1;
+
+  uint64_t call = 0;       ///< Collective number on the communicator (1, 2, ...); 0 for send/recv.
+  uint64_t count = 0;      ///< The call's count (send/recv: this transfer's count).
+  uint32_t checksum = 0;   ///< xxHash of the payload when kHasChecksum is set.
+  int32_t root = -1;       ///< Root of a rooted collective, else -1.
+  uint32_t algorithm = 0;  ///< Hash of the algorithm's name (algorithmTag()).
+  uint8_t collective = 0;  ///< plan::Collective, or kSignatureCheck.
+  uint8_t type = 0;        ///< DataType.
+  uint8_t op = 0;          ///< ReduceOp of reducing collectives, else 0.
+  uint8_t flags = 0;
+
+  /// Whether two tags name the same call (everything but the checksum and flags).
+  bool sameCall(const MessageTag& other) const {
+    return call == other.call && count == other.count && root == other.root &&
+           algorithm == other.algorithm && collective == other.collective && type == other.type &&
+           op == other.op;
+  }
+};
+static_assert(sizeof(MessageTag) == 32);
+
+/// Per-slot header: the message's length and tag, one cache line per slot.
+struct alignas(64) SlotHeader {
+  uint64_t bytes = 0;
+  MessageTag tag;
+};
+
 /// Control block of a FIFO, at the start of its memory; the slots follow.
 struct FifoControl {
   alignas(64) std::atomic<uint64_t> committed{0};  ///< Messages the sender has committed.
@@ -46,21 +77,26 @@ class Fifo {
     }
     return slot(sendHead_);
   }
-  /// Sender: publishes the acquired slot holding `bytes` bytes.
-  void commit(size_t bytes) {
-    lengths_[sendHead_ % depth_] = bytes;
+  /// Sender: publishes the acquired slot holding `bytes` bytes, tagged with `tag`.
+  void commit(size_t bytes, const MessageTag& tag = {}) {
+    SlotHeader& header = headers_[sendHead_ % depth_];
+    header.bytes = bytes;
+    header.tag = tag;
     ++sendHead_;
     control_->committed.store(sendHead_, std::memory_order_release);
     ring(*receiverBell_);
   }
 
-  /// Receiver: the next full slot and its length, or nullptr when none is ready.
-  const void* tryPeek(size_t* bytes) {
+  /// Receiver: the next full slot and its length (and, when `tag` is given, its tag), or
+  /// nullptr when none is ready.
+  const void* tryPeek(size_t* bytes, const MessageTag** tag = nullptr) {
     if (recvTail_ == cachedCommitted_) {
       cachedCommitted_ = control_->committed.load(std::memory_order_acquire);
       if (recvTail_ == cachedCommitted_) return nullptr;
     }
-    *bytes = lengths_[recvTail_ % depth_];
+    const SlotHeader& header = headers_[recvTail_ % depth_];
+    *bytes = header.bytes;
+    if (tag != nullptr) *tag = &header.tag;
     return slot(recvTail_);
   }
   /// Receiver: hands the peeked slot back to the sender.
@@ -74,7 +110,7 @@ class Fifo {
   void* slot(uint64_t index) const { return slots_ + (index % depth_) * slotBytes_; }
 
   FifoControl* control_;
-  size_t* lengths_;
+  SlotHeader* headers_;
   char* slots_;
   size_t slotBytes_;
   uint32_t depth_;

@@ -22,10 +22,14 @@ namespace grove::transport {
 /// Where a failure started and why: travels with the abort notice (shm node segment, TCP
 /// abort frame), so a rank that fails because of a peer forwards the original.
 struct FailureInfo {
-  /// Longest cause that travels (longer ones are truncated).
-  static constexpr size_t kMaxCauseBytes = 200;
+  /// Longest cause that travels (longer ones are truncated): room for a mismatch report,
+  /// which names both ranks' calls.
+  static constexpr size_t kMaxCauseBytes = 480;
   int origin = -1;    ///< The rank where the failure started; -1: none.
   std::string cause;  ///< Short reason, e.g. the error message of the failed call.
+  /// The failure is a usage error (the ranks' calls differ): every rank reports it as
+  /// kInvalidUsage rather than kRemoteError.
+  bool usageError = false;
 };
 
 /// `info` with its cause cut to FailureInfo::kMaxCauseBytes and every byte outside printable
@@ -59,7 +63,7 @@ class Transport {
   virtual void abort(const FailureInfo& info) = 0;
   /// abort() with this rank as the origin and `cause`.
   void abort(std::string_view cause = "the communicator was aborted") {
-    abort(FailureInfo{rank(), std::string(cause)});
+    abort(FailureInfo{rank(), std::string(cause), false});
   }
   /// The lowest rank (other than this one) that aborted, or -1.
   virtual int failedPeer() const = 0;

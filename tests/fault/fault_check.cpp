@@ -6,9 +6,12 @@
 //   error <rank> <code> <detected_ns> <iterations> <message>
 // where detected_ns is CLOCK_MONOTONIC when the error surfaced (the same clock the test
 // reads when it sends the signal), and exits 3. A wrong result prints "corrupt ..." and
-// exits 4: a dying peer must cost an error, never a wrong answer.
+// exits 4: a dying peer must cost an error, never a wrong answer. With ITERATIONS it stops
+// after that many checked calls instead and prints "done <rank> <iterations>" (exit 0): for
+// faults that must not fail the job (a slow peer).
 //
-// Usage: fault_check COLLECTIVE BYTES   (allreduce broadcast allgather reducescatter alltoall)
+// Usage: fault_check COLLECTIVE BYTES [ITERATIONS]
+//        (allreduce broadcast allgather reducescatter alltoall)
 #include <time.h>
 
 #include <cstdint>
@@ -58,12 +61,13 @@ const char* codeName(grove::ErrorCode code) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: fault_check COLLECTIVE BYTES\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: fault_check COLLECTIVE BYTES [ITERATIONS]\n");
     return 2;
   }
   const std::string collective = argv[1];
   const size_t count = std::max<size_t>(1, std::strtoull(argv[2], nullptr, 10) / 4);
+  const uint64_t iterations = argc == 4 ? std::strtoull(argv[3], nullptr, 10) : UINT64_MAX;
   try {
     grove::Communicator comm = grove::Communicator::fromEnv();
     const int rank = comm.rank();
@@ -73,6 +77,10 @@ int main(int argc, char** argv) {
     // Announce readiness after two calls: connections are made on first use, and the trial
     // is about failures in the middle of the traffic, not during connection set-up.
     for (uint64_t iteration = 0;; ++iteration) {
+      if (iteration == iterations) {
+        std::printf("done %d %llu\n", rank, static_cast<unsigned long long>(iteration));
+        return 0;
+      }
       if (iteration == 2) {
         std::printf("ready %d\n", rank);
         std::fflush(stdout);

@@ -17,6 +17,16 @@ signals one rank:
                        then, over TCP with GROVE_HEARTBEAT_TIMEOUT=2 and GROVE_TIMEOUT=60,
                        every other rank must fail with an error naming the stopped rank as
                        the origin ("no heartbeat from rank 1") long before GROVE_TIMEOUT.
+  slow                 One rank sleeps before every message it sends (the test-only hook
+                       GROVE_FAULT_DELAY_US with GROVE_FAULT_RANK): the job must still finish
+                       every call with exact results, over shared memory and TCP, also when
+                       the pause (2.5 s) outlasts GROVE_HEARTBEAT_TIMEOUT=2 (heartbeats keep
+                       flowing while the rank is slow).
+  corrupt              Over TCP the receiver flips a bit of one received frame (the test-only
+                       hook GROVE_FAULT_CORRUPT_FRAME): with GROVE_CHECKSUM=1 the call fails
+                       with a SystemError naming the link ("corrupted message on the link
+                       from rank R"), never a wrong result; without it, the wrong result is
+                       what the check sees (which is why the checksum exists).
 
 After each trial no process of the trial may remain and no /dev/shm/grove-<job>-* entry.
 Exit status 0 = pass, 1 = fail. Nothing here asserts how long anything took except the hard
@@ -56,7 +66,7 @@ def free_port():
 class Trial:
     """N ranks of fault_check running one collective in a loop."""
 
-    def __init__(self, n, collective, size, tcp, timeout, extra_env=None):
+    def __init__(self, n, collective, size, tcp, timeout, extra_env=None, iterations=None):
         self.n, self.timeout = n, timeout
         self.job = "ftest%d%06d" % (os.getpid(), random.randrange(10**6))
         self.label = "%s %dB n=%d %s" % (collective, size, n, "tcp" if tcp else "shm")
@@ -72,7 +82,8 @@ class Trial:
             if tcp:
                 env["GROVE_TRANSPORT"] = "tcp"
             env.update(extra_env or {})
-            self.procs.append(subprocess.Popen([CHECK, collective, str(size)], env=env,
+            argv = [CHECK, collective, str(size)] + ([str(iterations)] if iterations else [])
+            self.procs.append(subprocess.Popen(argv, env=env,
                                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                stderr=subprocess.PIPE, text=True))
 
@@ -328,6 +339,74 @@ def case_heartbeat():
           "(GROVE_HEARTBEAT_TIMEOUT=%d, GROVE_TIMEOUT=%d)" % (victim, slowest, heartbeat, timeout))
 
 
+def collect(trial, limit):
+    """{rank: (lines, status)} once every rank ended (status None: killed at `limit`)."""
+    return {rank: (out.splitlines(), status)
+            for rank, (out, err, status) in trial.finish(limit).items()}
+
+
+def case_slow():
+    # (label, ranks, collective, bytes, tcp, delay us, iterations, extra env)
+    runs = [("shm", 3, "allreduce", 1 << 20, False, 50000, 8, {}),
+            ("tcp", 3, "allgather", 1 << 20, True, 50000, 8, {}),
+            ("tcp, pause > heartbeat timeout", 2, "allreduce", 8, True, 2500000, 3,
+             {"GROVE_HEARTBEAT_TIMEOUT": "2"})]
+    for label, n, collective, size, tcp, delay, iterations, extra in runs:
+        env = {"GROVE_FAULT_DELAY_US": str(delay), "GROVE_FAULT_RANK": "1"}
+        env.update(extra)
+        started = time.monotonic()
+        trial, report = start_trial(n, collective, size, tcp, 60, env, iterations)
+        if trial is None:
+            fail("slow (%s): ranks did not get ready:\n%s" % (label, report))
+            continue
+        results = collect(trial, 120)
+        for rank, (lines, status) in results.items():
+            if status != 0 or ("done %d %d" % (rank, iterations)) not in lines:
+                fail("slow (%s): rank %d did not finish %d exact calls (status %s): %s" %
+                     (label, rank, iterations, status, lines[-3:]))
+        for what in leftovers(trial.job):
+            fail("slow (%s): left behind: %s" % (label, what))
+        print("fault_test slow (%s): %d ranks, rank 1 pausing %.2f s before each message: %d "
+              "calls each, all exact, in %.1f s" %
+              (label, n, delay / 1e6, iterations, time.monotonic() - started))
+
+
+def case_corrupt():
+    for checksum in (True, False):
+        env = {"GROVE_FAULT_CORRUPT_FRAME": "5"}
+        if checksum:
+            env["GROVE_CHECKSUM"] = "1"
+        label = "GROVE_CHECKSUM=%d" % (1 if checksum else 0)
+        trial, report = start_trial(2, "allreduce", 65536, True, 30, env)
+        if trial is None:
+            fail("corrupt (%s): ranks did not get ready:\n%s" % (label, report))
+            continue
+        results = collect(trial, 60)
+        wrong = [r for r, (lines, _) in results.items() if any(l.startswith("corrupt") for l in lines)]
+        errors = {r: ERROR_LINE.match(l) for r, (lines, _) in results.items() for l in lines
+                  if ERROR_LINE.match(l)}
+        hung = [r for r, (_, status) in results.items() if status is None]
+        if hung:
+            fail("corrupt (%s): ranks %s hung" % (label, hung))
+        if checksum:
+            caught = [m for m in errors.values() if m.group(2) == "SystemError" and
+                      "corrupted message on the link from rank" in m.group(5)]
+            if wrong or not caught or len(errors) != 2:
+                fail("corrupt (%s): expected every rank to fail, one with a SystemError naming "
+                     "the link, none with a wrong result; wrong results on %s, errors %s" %
+                     (label, wrong, {r: m.group(0) for r, m in errors.items()}))
+            else:
+                print("fault_test corrupt (%s): %s" % (label, caught[0].group(5)))
+        elif not wrong:
+            fail("corrupt (%s): the flipped bit went unnoticed by the result check too; the "
+                 "hook did not corrupt anything: %s" % (label, results))
+        else:
+            print("fault_test corrupt (%s): ranks %s computed a wrong result, as expected "
+                  "without checksums" % (label, wrong))
+        for what in leftovers(trial.job):
+            fail("corrupt (%s): left behind: %s" % (label, what))
+
+
 def main():
     global CHECK
     if len(sys.argv) < 3:
@@ -340,6 +419,10 @@ def main():
         case_kill(trials, seed)
     elif case == "stop":
         case_stop()
+    elif case == "slow":
+        case_slow()
+    elif case == "corrupt":
+        case_corrupt()
     else:
         raise SystemExit("fault_test: unknown case %r" % case)
     if failures:

@@ -10,37 +10,13 @@
 #include <optional>
 
 #include "multirank/harness.hpp"
+#include "support/scoped_env.hpp"
 
 namespace grove::mr {
 namespace {
 
 using plan::Collective;
-
-/// Sets environment variables for the communicators created in its scope and restores them.
-class ScopedEnv {
- public:
-  ScopedEnv(std::initializer_list<std::pair<const char*, std::string>> values) {
-    for (const auto& [name, value] : values) {
-      const char* old = std::getenv(name);
-      saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
-      setenv(name, value.c_str(), 1);
-    }
-  }
-  ~ScopedEnv() {
-    for (const auto& [name, old] : saved_) {
-      if (old) {
-        setenv(name, old->c_str(), 1);
-      } else {
-        unsetenv(name);
-      }
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
-};
+using test::ScopedEnv;
 
 const std::vector<size_t> kCounts = {0, 1, 7, 1000, 70001};
 

@@ -38,15 +38,23 @@ TEST(AbortNotice, EncodesOriginAndCauseLittleEndian) {
   notice.origin = 0x01020304;
   notice.cause = "boom";
   std::string bytes = notice.encode();
-  ASSERT_EQ(bytes.size(), 8u);
-  EXPECT_EQ(bytes, std::string("\x04\x03\x02\x01"
+  ASSERT_EQ(bytes.size(), 12u);
+  EXPECT_EQ(bytes, std::string("\x04\x03\x02\x01\x00\x00\x00\x00"
                                "boom",
-                               8));
+                               12));
   tcp::AbortNotice back;
   ASSERT_TRUE(tcp::AbortNotice::decode(reinterpret_cast<const unsigned char*>(bytes.data()),
                                        bytes.size(), 0x01020305, &back));
   EXPECT_EQ(back.origin, 0x01020304u);
   EXPECT_EQ(back.cause, "boom");
+  EXPECT_FALSE(back.usageError);
+  // A usage error (calls that differ between ranks) travels as flag 1.
+  notice.usageError = true;
+  bytes = notice.encode();
+  EXPECT_EQ(bytes.substr(4, 4), std::string("\x01\x00\x00\x00", 4));
+  ASSERT_TRUE(tcp::AbortNotice::decode(reinterpret_cast<const unsigned char*>(bytes.data()),
+                                       bytes.size(), 0x01020305, &back));
+  EXPECT_TRUE(back.usageError);
 }
 
 TEST(AbortNotice, CauseIsCappedAndSanitized) {
@@ -55,21 +63,21 @@ TEST(AbortNotice, CauseIsCappedAndSanitized) {
   notice.cause = std::string(500, 'x');
   std::string bytes = notice.encode();
   EXPECT_EQ(bytes.size(), tcp::kAbortNoticeMaxBytes);
-  EXPECT_EQ(tcp::kAbortNoticeMaxBytes, 4 + FailureInfo::kMaxCauseBytes);
+  EXPECT_EQ(tcp::kAbortNoticeMaxBytes, 8 + FailureInfo::kMaxCauseBytes);
 
   std::string odd(
-      "\x02\x00\x00\x00"
+      "\x02\x00\x00\x00\x00\x00\x00\x00"
       "a\nb\x7f\xff"
       "c",
-      10);
+      14);
   tcp::AbortNotice back;
   ASSERT_TRUE(tcp::AbortNotice::decode(reinterpret_cast<const unsigned char*>(odd.data()),
                                        odd.size(), 3, &back));
   EXPECT_EQ(back.origin, 2u);
   EXPECT_EQ(back.cause, "a?b??c");
-  // An empty cause is fine: 4 bytes.
+  // An empty cause is fine: 8 bytes.
   ASSERT_TRUE(
-      tcp::AbortNotice::decode(reinterpret_cast<const unsigned char*>(odd.data()), 4, 3, &back));
+      tcp::AbortNotice::decode(reinterpret_cast<const unsigned char*>(odd.data()), 8, 3, &back));
   EXPECT_EQ(back.cause, "");
 }
 
@@ -77,15 +85,18 @@ TEST(AbortNotice, InvalidSizesAndOriginsAreRejected) {
   unsigned char bytes[tcp::kAbortNoticeMaxBytes + 1] = {1, 0, 0, 0};
   tcp::AbortNotice out;
   out.origin = 77;
-  for (size_t size : {size_t{0}, size_t{1}, size_t{3}, tcp::kAbortNoticeMaxBytes + 1}) {
+  for (size_t size : {size_t{0}, size_t{1}, size_t{4}, size_t{7}, tcp::kAbortNoticeMaxBytes + 1}) {
     EXPECT_FALSE(tcp::AbortNotice::decode(bytes, size, 4, &out)) << size;
   }
-  EXPECT_FALSE(tcp::AbortNotice::decode(bytes, 4, 1, &out));  // origin 1 of 1 rank
-  EXPECT_FALSE(tcp::AbortNotice::decode(bytes, 4, 0, &out));
+  EXPECT_FALSE(tcp::AbortNotice::decode(bytes, 8, 1, &out));  // origin 1 of 1 rank
+  EXPECT_FALSE(tcp::AbortNotice::decode(bytes, 8, 0, &out));
   bytes[3] = 0x80;  // origin 2^31 + 1: not a rank
   EXPECT_FALSE(tcp::AbortNotice::decode(bytes, 8, 1 << 30, &out));
-  EXPECT_EQ(out.origin, 77u);  // untouched
   bytes[3] = 0;
+  bytes[4] = 2;  // an undefined flag
+  EXPECT_FALSE(tcp::AbortNotice::decode(bytes, 8, 4, &out));
+  EXPECT_EQ(out.origin, 77u);  // untouched
+  bytes[4] = 0;
   EXPECT_TRUE(tcp::AbortNotice::decode(bytes, tcp::kAbortNoticeMaxBytes, 2, &out));
   EXPECT_EQ(out.origin, 1u);
   EXPECT_EQ(out.cause.size(), FailureInfo::kMaxCauseBytes);
@@ -100,10 +111,10 @@ TEST(AbortNotice, HeaderChecksBoundControlPayloads) {
     return tcp::checkFrameHeader(header, rules);
   };
   EXPECT_EQ(check(0), tcp::FrameCheck::kBadControlSize);
-  EXPECT_EQ(check(3), tcp::FrameCheck::kBadControlSize);
-  EXPECT_EQ(check(4), tcp::FrameCheck::kOk);
-  EXPECT_EQ(check(204), tcp::FrameCheck::kOk);
-  EXPECT_EQ(check(205), tcp::FrameCheck::kBadControlSize);
+  EXPECT_EQ(check(7), tcp::FrameCheck::kBadControlSize);
+  EXPECT_EQ(check(8), tcp::FrameCheck::kOk);
+  EXPECT_EQ(check(488), tcp::FrameCheck::kOk);
+  EXPECT_EQ(check(489), tcp::FrameCheck::kBadControlSize);
   EXPECT_EQ(check(uint64_t{1} << 63), tcp::FrameCheck::kBadControlSize);
   EXPECT_NE(tcp::describeFrameProblem(tcp::FrameCheck::kBadControlSize, header, rules, 5)
                 .find("abort frame"),
@@ -116,7 +127,8 @@ TEST(AbortNotice, HeaderChecksBoundControlPayloads) {
 }
 
 TEST(FailureInfo, SanitizeCapsAndReplacesUnprintableBytes) {
-  FailureInfo info = sanitizeFailure(FailureInfo{3, std::string(300, 'y') + "\n"});
+  FailureInfo info =
+      sanitizeFailure(FailureInfo{3, std::string(FailureInfo::kMaxCauseBytes + 100, 'y') + "\n"});
   EXPECT_EQ(info.origin, 3);
   EXPECT_EQ(info.cause, std::string(FailureInfo::kMaxCauseBytes, 'y'));
   EXPECT_EQ(sanitizeFailure(FailureInfo{1, "a\tb"}).cause, "a?b");
@@ -162,7 +174,8 @@ TEST(FailureInfo, ShmNodeSegmentCarriesTheOriginAndCause) {
   a.sendFifo(2, 0);  // connect both ways (peers are watched once connected)
   b.sendFifo(0, 0);
   EXPECT_EQ(a.failure().origin, -1);
-  b.abort(FailureInfo{1, std::string(250, 'z') + "\x01"});  // forwarding rank 1's failure
+  b.abort(FailureInfo{1, std::string(FailureInfo::kMaxCauseBytes + 50, 'z') +
+                             "\x01"});  // forwarding rank 1's failure
   EXPECT_EQ(a.failedPeer(), 2);
   FailureInfo seen = a.failure();
   EXPECT_EQ(seen.origin, 1);
@@ -257,10 +270,10 @@ TEST(FailureInfo, TcpInvalidAbortNoticeBreaksTheConnection) {
       tcp::openConnection(zero.links.address(), hello, "s3cret", deadline, nullptr, [](int) {});
   tcp::FrameHeader header;
   header.kind = static_cast<uint16_t>(tcp::FrameKind::kAbort);
-  header.bytes = 6;
-  unsigned char bytes[tcp::FrameHeader::kBytes + 6];
+  header.bytes = 10;
+  unsigned char bytes[tcp::FrameHeader::kBytes + 10];
   header.encode(bytes);
-  const unsigned char notice[6] = {9, 0, 0, 0, 'h', 'i'};  // origin 9 of 3 ranks
+  const unsigned char notice[10] = {9, 0, 0, 0, 0, 0, 0, 0, 'h', 'i'};  // origin 9 of 3 ranks
   std::memcpy(bytes + tcp::FrameHeader::kBytes, notice, sizeof notice);
   tcp::sendAll(socket.fd(), bytes, sizeof bytes, deadline, "frame");
   EXPECT_EQ(awaitFailure(zero), 2);

@@ -59,7 +59,7 @@ TEST(FuzzRegressionFrame, ValidDataHeaderIsAccepted) {
 }
 
 TEST(FuzzRegressionFrame, ZeroBytesAreBadMagic) {
-  FrameVerdict v = judge(std::string(16, '\0'), kIncoming);
+  FrameVerdict v = judge(std::string(tcp::FrameHeader::kBytes, '\0'), kIncoming);
   EXPECT_EQ(v.check, tcp::FrameCheck::kBadMagic);
   EXPECT_EQ(v.message, "rank 3 sent a frame with bad magic 0x00000000 (expected 0x47524654)");
 }
@@ -88,8 +88,8 @@ TEST(FuzzRegressionFrame, DataWhereNoneIsExpectedIsRefused) {
   FrameVerdict v = judge(frameBytes(tcp::kFrameMagic, 1, 0, 8), afterBye);
   EXPECT_EQ(v.check, tcp::FrameCheck::kUnexpectedData);
   EXPECT_EQ(v.message, "rank 3 sent a data frame on a connection that carries none");
-  // Control frames stay acceptable (an abort carries a 4.. byte notice, a heartbeat none).
-  EXPECT_EQ(judge(frameBytes(tcp::kFrameMagic, 0, 1, 4), afterBye).check, tcp::FrameCheck::kOk);
+  // Control frames stay acceptable (an abort carries an 8.. byte notice, a heartbeat none).
+  EXPECT_EQ(judge(frameBytes(tcp::kFrameMagic, 0, 1, 8), afterBye).check, tcp::FrameCheck::kOk);
   EXPECT_EQ(judge(frameBytes(tcp::kFrameMagic, 0, 2, 0), afterBye).check, tcp::FrameCheck::kOk);
   EXPECT_EQ(judge(frameBytes(tcp::kFrameMagic, 0, 3, 0), afterBye).check, tcp::FrameCheck::kOk);
   EXPECT_EQ(judge(frameBytes(tcp::kFrameMagic, 0, 1, 0), afterBye).check,

@@ -491,14 +491,32 @@ TEST(TcpWire, FramesAndHellosEncodeLittleEndian) {
   header.lane = 0x0102;
   header.kind = 1;
   header.bytes = 0x0a0b0c0d;
-  unsigned char bytes[16];
+  header.tag.call = 0x1122;
+  header.tag.count = 0x33445566;
+  header.tag.checksum = 0xdeadbeef;
+  header.tag.root = -1;
+  header.tag.algorithm = 0x01020304;
+  header.tag.collective = 3;
+  header.tag.type = 7;
+  header.tag.op = 4;
+  header.tag.flags = 1;
+  static_assert(tcp::FrameHeader::kBytes == 48);
+  unsigned char bytes[tcp::FrameHeader::kBytes];
   header.encode(bytes);
-  const unsigned char expected[16] = {0x54, 0x46, 0x52, 0x47, 0x02, 0x01, 0x01, 0x00,
-                                      0x0d, 0x0c, 0x0b, 0x0a, 0,    0,    0,    0};
-  EXPECT_EQ(std::memcmp(bytes, expected, 16), 0);
+  const unsigned char expected[tcp::FrameHeader::kBytes] = {
+      0x54, 0x46, 0x52, 0x47, 0x02, 0x01, 0x01, 0x00,  // magic, lane, kind
+      0x0d, 0x0c, 0x0b, 0x0a, 0,    0,    0,    0,     // bytes
+      0x22, 0x11, 0,    0,    0,    0,    0,    0,     // call
+      0x66, 0x55, 0x44, 0x33, 0,    0,    0,    0,     // count
+      0xef, 0xbe, 0xad, 0xde, 0xff, 0xff, 0xff, 0xff,  // checksum, root
+      0x04, 0x03, 0x02, 0x01, 3,    7,    4,    1};    // algorithm, collective, type, op, flags
+  EXPECT_EQ(std::memcmp(bytes, expected, sizeof expected), 0);
   tcp::FrameHeader back = tcp::FrameHeader::decode(bytes);
   EXPECT_EQ(back.lane, 0x0102);
   EXPECT_EQ(back.bytes, 0x0a0b0c0du);
+  EXPECT_TRUE(back.tag.sameCall(header.tag));
+  EXPECT_EQ(back.tag.checksum, 0xdeadbeefu);
+  EXPECT_EQ(back.tag.flags, 1);
 
   tcp::HelloPolicy policy{4, {1, 7}, 2, 4096};
   tcp::Hello hello;

@@ -189,6 +189,7 @@ void ShmDomain::abort(const FailureInfo& info) {
   if (s.node->failureClaimed.exchange(1, std::memory_order_acq_rel) == 0) {
     FailureInfo clean = sanitizeFailure(info);
     s.node->failureOrigin = clean.origin >= 0 ? clean.origin : s.options.rank;
+    s.node->failureUsageError = clean.usageError ? 1 : 0;
     s.node->failureCauseBytes = static_cast<uint32_t>(clean.cause.size());
     std::memcpy(s.node->failureCause, clean.cause.data(), clean.cause.size());
     s.node->failureWritten.store(1, std::memory_order_release);
@@ -252,6 +253,7 @@ FailureInfo ShmDomain::failure() const {
       peer->failureOrigin >= 0 && peer->failureOrigin < s.options.size ? peer->failureOrigin : r;
   size_t bytes = std::min<size_t>(peer->failureCauseBytes, FailureInfo::kMaxCauseBytes);
   info.cause.assign(peer->failureCause, bytes);
+  info.usageError = peer->failureUsageError == 1;
   return sanitizeFailure(std::move(info));
 }
 

@@ -41,6 +41,7 @@ struct NodeHeader {
   std::atomic<uint32_t> failureClaimed;
   std::atomic<uint32_t> failureWritten;
   int32_t failureOrigin;
+  uint32_t failureUsageError;  // FailureInfo::usageError
   uint32_t failureCauseBytes;
   char failureCause[FailureInfo::kMaxCauseBytes];
 };

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace grove::transport::tcp {
@@ -27,7 +28,13 @@ Connection::Connection(Socket socket, int peer, int stream, int streams, Directi
       direction_(direction),
       slotBytes_(slotBytes),
       lookup_(std::move(lookup)),
-      ranks_(ranks) {}
+      ranks_(ranks) {
+  if (direction_ == Direction::kIncoming) {
+    if (const char* corrupt = std::getenv("GROVE_FAULT_CORRUPT_FRAME")) {
+      corruptFrame_ = std::strtoull(corrupt, nullptr, 10);
+    }
+  }
+}
 
 void Connection::addSendLane(Fifo* fifo, uint16_t lane) { lanes_.push_back(SendLane{fifo, lane}); }
 
@@ -76,16 +83,18 @@ bool Connection::startNextFrame() {
     size_t count = lanes_.size();
     size_t bytes = 0;
     const void* slot = nullptr;
+    const MessageTag* tag = nullptr;
     size_t index = 0;
     for (size_t i = 0; i < count && slot == nullptr; ++i) {
       index = (nextLane_ + i) % count;
-      slot = lanes_[index].fifo->tryPeek(&bytes);
+      slot = lanes_[index].fifo->tryPeek(&bytes, &tag);
     }
     if (slot == nullptr) return false;
     nextLane_ = (index + 1) % count;
     header.kind = static_cast<uint16_t>(FrameKind::kData);
     header.lane = lanes_[index].lane;
     header.bytes = bytes;
+    header.tag = *tag;
     txFifo_ = lanes_[index].fifo;
     txPayload_ = static_cast<const char*>(slot);
     txBytes_ = bytes;
@@ -167,7 +176,7 @@ bool Connection::onHeader() {
       rxFifo_ = rxLanes_[rx_.lane];
       rxState_ = ReadState::kSlot;
       return true;
-    case FrameKind::kAbort:  // the notice (4.. bytes, checked) follows
+    case FrameKind::kAbort:  // the notice (8.. bytes, checked) follows
       rxNotice_ = true;
       rxSlot_ = reinterpret_cast<char*>(rxNoticeBytes_);
       rxDone_ = 0;
@@ -187,10 +196,12 @@ void Connection::onAbortNotice() {
   AbortNotice notice;
   if (!AbortNotice::decode(rxNoticeBytes_, rx_.bytes, ranks_ > 0 ? ranks_ : 1 << 30, &notice)) {
     uint32_t origin = 0;
+    uint32_t flags = 0;
     std::memcpy(&origin, rxNoticeBytes_, 4);
-    fail(State::kBroken,
-         fmt::format("rank {} sent an abort notice naming rank {} (expected a rank below {})",
-                     peer_, origin, ranks_));
+    std::memcpy(&flags, rxNoticeBytes_ + 4, 4);
+    fail(State::kBroken, fmt::format("rank {} sent an abort notice naming rank {} with flags {:#x} "
+                                     "(expected a rank below {} and flags 0 or {:#x})",
+                                     peer_, origin, flags, ranks_, kAbortUsageError));
     return;
   }
   if (ranks_ <= 0) notice.origin = static_cast<uint32_t>(peer_);
@@ -219,7 +230,12 @@ bool Connection::pumpRead() {
         onAbortNotice();
         return true;
       }
-      if (rxSlot_ != nullptr) rxFifo_->commit(rx_.bytes);
+      if (rxSlot_ != nullptr) {
+        if (corruptFrame_ > 0 && rx_.bytes > 0 && ++dataFramesRead_ == corruptFrame_) {
+          rxSlot_[rx_.bytes / 2] ^= 0x10;  // GROVE_FAULT_CORRUPT_FRAME: the wire flips a bit
+        }
+        rxFifo_->commit(rx_.bytes, rx_.tag);
+      }
       rxState_ = ReadState::kHeader;
       progress = true;
       continue;

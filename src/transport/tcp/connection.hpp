@@ -142,6 +142,11 @@ class Connection {
   bool byeReceived_ = false;
   bool discard_ = false;
   std::vector<Fifo*> rxLanes_;  ///< Cache of lookup_ by lane.
+  /// Tests (GROVE_FAULT_CORRUPT_FRAME=N): flip one bit of the N-th non-empty data frame read
+  /// on this connection, standing for corruption on the wire that TCP's own checksum missed
+  /// (what GROVE_CHECKSUM must catch). 0: off.
+  uint64_t corruptFrame_ = 0;
+  uint64_t dataFramesRead_ = 0;
   std::vector<char> discardBuffer_;
 };
 

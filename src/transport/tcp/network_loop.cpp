@@ -234,7 +234,7 @@ class NetworkLoop {
       FailureInfo info;
       if (connection.state() == Connection::State::kAborted) {
         info = FailureInfo{static_cast<int>(connection.abortNotice().origin),
-                           connection.abortNotice().cause};
+                           connection.abortNotice().cause, connection.abortNotice().usageError};
       }
       s_.markFailed(connection.peer(), connection.error(), std::move(info));
     }

@@ -358,6 +358,7 @@ void TcpLinks::abort(const FailureInfo& info) {
       notice.origin = static_cast<uint32_t>(
           clean.origin >= 0 && clean.origin < s.options.size ? clean.origin : s.options.rank);
       notice.cause = std::move(clean.cause);
+      notice.usageError = clean.usageError;
       s.abortPayload = notice.encode();
     }
   }

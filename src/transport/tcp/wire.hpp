@@ -4,8 +4,10 @@
 // Every connection carries one direction of one (src rank -> dst rank, stream) pair. After
 // the secret handshake (bootstrap::authenticate) the connecting side sends a Hello, the
 // accepting side validates it and answers with an Ack; from then on both sides speak frames:
-// a fixed 16-byte header followed by `bytes` payload bytes (data frames src -> dst, and the
-// abort frame's notice). Control frames (abort, bye, heartbeat) may travel either way. All
+// a fixed 48-byte header followed by `bytes` payload bytes (data frames src -> dst, and the
+// abort frame's notice). A data frame's header carries the message's MessageTag (which call
+// it belongs to, and its checksum under GROVE_CHECKSUM) from the sender's slot to the
+// receiver's. Control frames (abort, bye, heartbeat) may travel either way. All
 // integers are little-endian and every field read from the wire is range-checked before it
 // is used.
 #pragma once
@@ -19,6 +21,8 @@
 #include <cstring>
 #include <string>
 
+#include "transport/fifo.hpp"
+
 namespace grove::transport::tcp {
 
 static_assert(std::endian::native == std::endian::little,
@@ -27,12 +31,17 @@ static_assert(std::endian::native == std::endian::little,
 inline constexpr uint32_t kFrameMagic = 0x47524654;  ///< "TFRG": start of every frame.
 inline constexpr uint32_t kHelloMagic = 0x47524848;  ///< "HHRG": the hello and its ack.
 /// 2: abort frames carry a notice (origin rank and cause); heartbeat frames.
-inline constexpr uint16_t kWireVersion = 2;
+/// 3: data frame headers carry the message's tag; abort notices carry flags.
+inline constexpr uint16_t kWireVersion = 3;
 /// Longest cause an abort notice carries (= FailureInfo::kMaxCauseBytes).
-inline constexpr size_t kMaxAbortCause = 200;
-/// An abort frame's payload: {u32 origin, cause bytes}: 4 to 4 + kMaxAbortCause bytes.
-inline constexpr size_t kAbortNoticeMinBytes = 4;
-inline constexpr size_t kAbortNoticeMaxBytes = 4 + kMaxAbortCause;
+inline constexpr size_t kMaxAbortCause = 480;
+/// An abort frame's payload: {u32 origin, u32 flags, cause bytes}: 8 to 8 + kMaxAbortCause
+/// bytes.
+inline constexpr size_t kAbortNoticeMinBytes = 8;
+inline constexpr size_t kAbortNoticeMaxBytes = 8 + kMaxAbortCause;
+/// AbortNotice flags: the failure is a usage error (FailureInfo::usageError). No other bit
+/// is defined; a notice with another bit set is refused.
+inline constexpr uint32_t kAbortUsageError = 1;
 
 /// What a frame means.
 enum class FrameKind : uint16_t {
@@ -42,19 +51,32 @@ enum class FrameKind : uint16_t {
   kHeartbeat = 3,  ///< No payload: the sender is alive (sent when it had sent nothing for 1 s).
 };
 
-/// Frame header: {u32 magic, u16 lane, u16 kind, u64 bytes}.
+/// Frame header: {u32 magic, u16 lane, u16 kind, u64 bytes, MessageTag tag (32 bytes: u64
+/// call, u64 count, u32 checksum, i32 root, u32 algorithm, u8 collective, u8 type, u8 op,
+/// u8 flags)}. The tag is zero in control frames. Its fields are only compared, never used
+/// to size or index anything, so no value of it is unsafe.
 struct FrameHeader {
-  static constexpr size_t kBytes = 16;
+  static constexpr size_t kBytes = 48;
   uint32_t magic = kFrameMagic;
   uint16_t lane = 0;
   uint16_t kind = 0;
   uint64_t bytes = 0;
+  MessageTag tag;
 
   void encode(unsigned char* out) const {
     std::memcpy(out, &magic, 4);
     std::memcpy(out + 4, &lane, 2);
     std::memcpy(out + 6, &kind, 2);
     std::memcpy(out + 8, &bytes, 8);
+    std::memcpy(out + 16, &tag.call, 8);
+    std::memcpy(out + 24, &tag.count, 8);
+    std::memcpy(out + 32, &tag.checksum, 4);
+    std::memcpy(out + 36, &tag.root, 4);
+    std::memcpy(out + 40, &tag.algorithm, 4);
+    out[44] = tag.collective;
+    out[45] = tag.type;
+    out[46] = tag.op;
+    out[47] = tag.flags;
   }
   static FrameHeader decode(const unsigned char* in) {
     FrameHeader header;
@@ -62,6 +84,15 @@ struct FrameHeader {
     std::memcpy(&header.lane, in + 4, 2);
     std::memcpy(&header.kind, in + 6, 2);
     std::memcpy(&header.bytes, in + 8, 8);
+    std::memcpy(&header.tag.call, in + 16, 8);
+    std::memcpy(&header.tag.count, in + 24, 8);
+    std::memcpy(&header.tag.checksum, in + 32, 4);
+    std::memcpy(&header.tag.root, in + 36, 4);
+    std::memcpy(&header.tag.algorithm, in + 40, 4);
+    header.tag.collective = in[44];
+    header.tag.type = in[45];
+    header.tag.op = in[46];
+    header.tag.flags = in[47];
     return header;
   }
 };
@@ -82,7 +113,7 @@ enum class FrameCheck {
   kUnexpectedData,  ///< Data on an outgoing connection, or after the peer's bye.
   kTooLarge,        ///< More payload bytes than a slot holds.
   kWrongStream,     ///< The lane belongs to another stream of this peer.
-  kBadControlSize,  ///< An abort notice outside 4..4+kMaxAbortCause bytes, or a heartbeat with
+  kBadControlSize,  ///< An abort notice outside 8..8+kMaxAbortCause bytes, or a heartbeat with
                     ///< a payload.
 };
 
@@ -145,29 +176,36 @@ inline std::string describeFrameProblem(FrameCheck check, const FrameHeader& hea
 }
 
 /// The payload of an abort frame: the rank where the failure started (which may differ from
-/// the sender, which forwards it) and a short printable cause.
+/// the sender, which forwards it), whether it is a usage error, and a short printable cause.
 struct AbortNotice {
   uint32_t origin = 0;
   std::string cause;
+  bool usageError = false;
 
-  /// {u32 origin, cause}; the cause is cut to kMaxAbortCause bytes.
+  /// {u32 origin, u32 flags, cause}; the cause is cut to kMaxAbortCause bytes.
   std::string encode() const {
     size_t causeBytes = std::min(cause.size(), kMaxAbortCause);
-    std::string out(4 + causeBytes, '\0');
+    std::string out(8 + causeBytes, '\0');
+    uint32_t flags = usageError ? kAbortUsageError : 0;
     std::memcpy(out.data(), &origin, 4);
-    std::memcpy(out.data() + 4, cause.data(), causeBytes);
+    std::memcpy(out.data() + 4, &flags, 4);
+    std::memcpy(out.data() + 8, cause.data(), causeBytes);
     return out;
   }
   /// Decodes `bytes` payload bytes received from a peer; false (and `*out` untouched) when
-  /// the size is outside kAbortNoticeMinBytes..kAbortNoticeMaxBytes or the origin is not a
-  /// rank below `ranks`. Bytes of the cause outside printable ASCII become '?'.
+  /// the size is outside kAbortNoticeMinBytes..kAbortNoticeMaxBytes, the origin is not a
+  /// rank below `ranks` or an undefined flag is set. Bytes of the cause outside printable
+  /// ASCII become '?'.
   static bool decode(const unsigned char* in, size_t bytes, int ranks, AbortNotice* out) {
     if (bytes < kAbortNoticeMinBytes || bytes > kAbortNoticeMaxBytes || ranks < 1) return false;
     uint32_t origin = 0;
+    uint32_t flags = 0;
     std::memcpy(&origin, in, 4);
-    if (origin >= static_cast<uint32_t>(ranks)) return false;
+    std::memcpy(&flags, in + 4, 4);
+    if (origin >= static_cast<uint32_t>(ranks) || (flags & ~kAbortUsageError) != 0) return false;
     out->origin = origin;
-    out->cause.assign(reinterpret_cast<const char*>(in) + 4, bytes - 4);
+    out->usageError = (flags & kAbortUsageError) != 0;
+    out->cause.assign(reinterpret_cast<const char*>(in) + 8, bytes - 8);
     for (char& c : out->cause) {
       if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
     }

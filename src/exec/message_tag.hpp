@@ -1,0 +1,55 @@
+// Naming, comparing and checksumming the tags that travel with every message (MessageTag,
+// transport/fifo.hpp), so that a rank receiving a message of another call says what both
+// sides called, and GROVE_CHECKSUM can prove that a payload arrived as it was sent.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "grove/error.hpp"
+#include "transport/fifo.hpp"
+
+namespace grove::exec {
+
+using transport::MessageTag;
+
+/// MessageTag::collective of the exchange GROVE_CHECK=1 makes before each collective.
+inline constexpr uint8_t kSignatureCheck = 0xFF;
+
+/// The 32-bit name hash carried in MessageTag::algorithm (FNV-1a; never 0 for a name).
+uint32_t algorithmTag(std::string_view name);
+
+/// "allreduce, collective #3 (count 1024 float32 sum, algorithm ring)" (#3: the third
+/// collective call on the communicator; send/recv calls are not counted), from the tag alone (an
+/// algorithm hash that names no registered algorithm is printed in hex).
+std::string describeTag(const MessageTag& tag);
+
+/// Why a message tagged `theirs` from rank `peer` cannot belong to this rank's call `mine`:
+/// names the first field that differs and both calls.
+std::string describeMismatch(const MessageTag& mine, const MessageTag& theirs, int peer);
+
+/// The tag to send with a payload: `tag`, plus the payload's checksum when `checksum`.
+inline MessageTag stamped(MessageTag tag, bool checksum, const void* data, size_t bytes);
+
+/// Checks a message received from rank `peer` on `lane` against this rank's call `mine`:
+/// empty when it belongs to the call (only compared when `compare`) and its checksum, if it
+/// carries one, matches; else why, with `*code` set to kInvalidUsage (the calls differ) or
+/// kSystemError (the payload was corrupted on the way).
+std::string checkReceived(const MessageTag& mine, const MessageTag& theirs, const void* data,
+                          size_t bytes, int peer, int lane, ErrorCode* code, bool compare = true);
+
+/// Checksum of a payload (the low 32 bits of XXH3-64: hardware-speed, catches any single
+/// corrupted word and all but 2^-32 of other corruptions).
+uint32_t payloadChecksum(const void* data, size_t bytes);
+
+inline MessageTag stamped(MessageTag tag, bool checksum, const void* data, size_t bytes) {
+  if (checksum) {
+    tag.flags |= MessageTag::kHasChecksum;
+    tag.checksum = payloadChecksum(data, bytes);
+  }
+  return tag;
+}
+
+}  // namespace grove::exec
