@@ -6,11 +6,23 @@
 // receiver peeks at the next full slot, reads or reduces from it in place, and releases it.
 // That makes fused steps like recvReduceSend a single pass over memory. The FIFO is plain
 // memory plus two counters, so it works unchanged in memory shared between processes.
+//
+// Every message carries a MessageTag beside its length, in the slot's header line: which call
+// it belongs to and that call's arguments. The receiver compares it with its own call, so
+// calls made in a different order or with different arguments on two ranks are an error
+// that names both sides, not a hang or a wrong result.
+//
+// The header line is also the flag the receiver polls (flag in line, as NCCL's LL protocol
+// puts flags beside data): the sender writes length, tag and — for messages of at most
+// SlotHeader::kInlineBytes — the payload itself into that one cache line, then publishes the
+// message's number in it last. A receiver waiting for a small message therefore pulls one
+// cache line from the sender's core, instead of a counter, a header and a slot.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "transport/doorbell.hpp"
 
@@ -41,16 +53,23 @@ struct MessageTag {
 };
 static_assert(sizeof(MessageTag) == 32);
 
-/// Per-slot header: the message's length and tag, one cache line per slot.
+/// Per-slot header, one cache line per slot: the number of the message it holds (written
+/// last: what the receiver polls), its length and tag, and small payloads themselves.
 struct alignas(64) SlotHeader {
+  static constexpr size_t kInlineBytes = 16;
+  std::atomic<uint64_t> published{0};  ///< Message index + 1 once committed; 0: never used.
   uint64_t bytes = 0;
   MessageTag tag;
+  char inlineData[kInlineBytes];  ///< The payload when bytes <= kInlineBytes.
 };
+static_assert(sizeof(SlotHeader) == 64);
 
 /// Control block of a FIFO, at the start of its memory; the slots follow.
 struct FifoControl {
-  alignas(64) std::atomic<uint64_t> committed{0};  ///< Messages the sender has committed.
-  alignas(64) std::atomic<uint64_t> released{0};   ///< Messages the receiver has released.
+  /// Messages the sender has committed (receivers poll the slot headers instead; this says
+  /// whether a FIFO was ever used, e.g. before its memory is unlinked).
+  alignas(64) std::atomic<uint64_t> committed{0};
+  alignas(64) std::atomic<uint64_t> released{0};  ///< Messages the receiver has released.
 };
 
 /// One FIFO endpoint pair over memory owned elsewhere. Both ends hold a view of the same
@@ -82,22 +101,21 @@ class Fifo {
     SlotHeader& header = headers_[sendHead_ % depth_];
     header.bytes = bytes;
     header.tag = tag;
+    if (bytes <= SlotHeader::kInlineBytes) std::memcpy(header.inlineData, slot(sendHead_), bytes);
     ++sendHead_;
-    control_->committed.store(sendHead_, std::memory_order_release);
+    header.published.store(sendHead_, std::memory_order_release);
+    control_->committed.store(sendHead_, std::memory_order_relaxed);
     ring(*receiverBell_);
   }
 
   /// Receiver: the next full slot and its length (and, when `tag` is given, its tag), or
   /// nullptr when none is ready.
   const void* tryPeek(size_t* bytes, const MessageTag** tag = nullptr) {
-    if (recvTail_ == cachedCommitted_) {
-      cachedCommitted_ = control_->committed.load(std::memory_order_acquire);
-      if (recvTail_ == cachedCommitted_) return nullptr;
-    }
     const SlotHeader& header = headers_[recvTail_ % depth_];
+    if (header.published.load(std::memory_order_acquire) != recvTail_ + 1) return nullptr;
     *bytes = header.bytes;
     if (tag != nullptr) *tag = &header.tag;
-    return slot(recvTail_);
+    return header.bytes <= SlotHeader::kInlineBytes ? header.inlineData : slot(recvTail_);
   }
   /// Receiver: hands the peeked slot back to the sender.
   void release() {
@@ -116,12 +134,12 @@ class Fifo {
   uint32_t depth_;
   Doorbell* senderBell_;
   Doorbell* receiverBell_;
-  // Each side's private view: its own counter and a cache of the other side's, so the
-  // shared cache lines are read only when the cached value says "no room" / "no data".
+  // Each side's private view: the sender's head and a cache of the receiver's count, so the
+  // shared `released` line is read only when the cached value says "no room"; the receiver's
+  // tail (it polls the next slot header itself).
   alignas(64) uint64_t sendHead_ = 0;
   uint64_t cachedReleased_ = 0;
   alignas(64) uint64_t recvTail_ = 0;
-  uint64_t cachedCommitted_ = 0;
 };
 
 }  // namespace grove::transport
