@@ -36,19 +36,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=../netns/netns.sh
 source "$here/../netns/netns.sh"
 
-if (($# < 1)); then
-  echo "usage: linkdown_test.sh FAULT_CHECK [DEADLINE_S]" >&2
-  exit 2
-fi
+(($# >= 1)) || { echo "usage: linkdown_test.sh FAULT_CHECK [DEADLINE_S]" >&2; exit 2; }
 check=$1
 deadline=$((SECONDS + ${2:-270}))
 timeout_s=30   # GROVE_TIMEOUT
 heartbeat_s=2  # GROVE_HEARTBEAT_TIMEOUT
 
-if ! netns_check; then
-  echo "SKIP: $NETNS_REASON"
-  exit "$NETNS_SKIP"
-fi
+netns_require
 if ! command -v python3 >/dev/null 2>&1; then
   echo "SKIP: python3 not found (needed to read CLOCK_MONOTONIC at the cut)"
   exit "$NETNS_SKIP"
@@ -62,21 +56,8 @@ launcher='^(GROVE_.*|RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|MASTER_ADDR|MAS
 while read -r name; do
   unset "$name"
 done < <(compgen -e | grep -E "$launcher|^(OMPI|PMI|PMIX|SLURM)_")
-netns_reap_stale
-
-prefix=$(netns_prefix)
-work=$(mktemp -d "${TMPDIR:-/tmp}/grove-linkdown.XXXXXX")
-# shellcheck disable=SC2317  # called by netns_cleanup
-netns_cleanup_hook() { rm -rf "$work"; }
-failures=0
+netns_test_begin linkdown  # prefix, work, failures, fail, hex
 summary=()
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-hex() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
 
 # Runs CMD... and prints CLOCK_MONOTONIC (ns) just before and just after it (the clock
 # fault_check stamps its error lines with; namespaces share it); fails if CMD fails. The cut
@@ -228,20 +209,9 @@ cut_case() {
   fi
 
   # Nothing of the job may remain.
-  for ((r = 0; r < hosts; r++)); do
-    kill -0 "${pids[r]}" 2>/dev/null && fail "$name: rank $r (pid ${pids[r]}) still runs"
-  done
-  local h left
-  for ((h = 0; h < hosts; h++)); do
-    left=$(ip netns pids "$(netns_host "$prefix" "$h")" 2>/dev/null | xargs)
-    [[ -n $left ]] && fail "$name: processes left in host $h: $left"
-  done
-  left=$(compgen -G "/dev/shm/grove-$jobid-*" | xargs)
-  if [[ -n $left ]]; then
-    fail "$name: shared memory left behind: $left"
-    rm -f /dev/shm/grove-"$jobid"-*
-  fi
+  netns_expect_job_gone "$name" "$prefix" "$hosts" "$jobid" "${pids[@]}"
   netns_down "$prefix"
+  local left
   left=$(netns_list "$prefix" | xargs)
   [[ -n $left ]] && fail "$name: namespaces left: $left"
 }

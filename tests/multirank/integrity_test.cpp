@@ -7,7 +7,9 @@
 // every rank evaluates the same expression tree. The other reduction tests use small
 // integers, whose sums are exact in any order and so cannot see this; here the inputs mix
 // magnitudes (≈10, ≈1 and ≈0.1 on ranks r % 3 = 1, 0, 2, with full-mantissa fractions) so
-// that the rounding depends on the order of the additions — a first test proves it does.
+// that the rounding depends on the order of the additions — a first test proves it does
+// (the inputs and the value check: tests/support/integrity.hpp, shared with
+// integrity_topology_test.cpp).
 //
 // Every registered algorithm that applies without a topology, for allReduce, reduce followed
 // by broadcast, and reduceScatter; rank counts 1..8; float16, bfloat16, float32, float64;
@@ -17,11 +19,13 @@
 // byte-identical to out of place; the same call repeated gives the same bytes; every result
 // within the rounding bound of the exact value (min/max: exactly the reference's bytes,
 // signed zeros included); guard bytes intact.
-#include <cmath>
-#include <cstdlib>
-#include <optional>
+#include "support/integrity.hpp"
+
+#include <algorithm>
+#include <cstring>
 
 #include "multirank/harness.hpp"
+#include "support/scoped_env.hpp"
 
 namespace grove::mr {
 namespace {
@@ -31,87 +35,6 @@ constexpr const char* kSlotBytes = "4096";
 
 const std::vector<DataType> kFloatTypes = {DataType::kFloat16, DataType::kBFloat16,
                                            DataType::kFloat32, DataType::kFloat64};
-
-/// Element i of rank r's input: a magnitude by r % 3 (1, 10, 0.1) times 1 + a fraction with
-/// a full mantissa (a hash of i and r), a sign now and then — so that partial sums round, and
-/// round differently in a different order. prod uses factors in [0.5, 1.5); min/max put ±0
-/// (sign by rank) at every 11th index.
-double integrityInput(ReduceOp op, int r, size_t i) {
-  const uint64_t rank = static_cast<uint64_t>(r);
-  const uint64_t hash = (i * 2654435761u + rank * 3928791u) ^ (i * rank * 2246822519u);
-  const double fraction = static_cast<double>(hash & 0xFFFFFFFFu) * 0x1p-32;
-  const double sign = (i + rank) % 4 == 3 ? -1.0 : 1.0;
-  if (op == ReduceOp::kProd) return sign * (0.5 + fraction);
-  if ((op == ReduceOp::kMin || op == ReduceOp::kMax) && i % 11 == 5) return r % 2 ? -0.0 : 0.0;
-  static constexpr double kMagnitude[3] = {1.0, 10.0, 0.1};
-  return sign * kMagnitude[r % 3] * (1.0 + fraction);
-}
-
-std::vector<std::byte> makeInput(DataType type, ReduceOp op, int r, size_t count,
-                                 size_t first = 0) {
-  std::vector<std::byte> bytes(count * dataTypeSize(type));
-  for (size_t j = 0; j < count; ++j) {
-    test::storeElement(bytes.data(), j, type, integrityInput(op, r, first + j));
-  }
-  return bytes;
-}
-
-/// Unit roundoff of a type.
-double unitRoundoff(DataType type) {
-  switch (type) {
-    case DataType::kFloat16:
-      return std::ldexp(1.0, -11);
-    case DataType::kBFloat16:
-      return std::ldexp(1.0, -8);
-    case DataType::kFloat32:
-      return std::ldexp(1.0, -24);
-    default:
-      return std::ldexp(1.0, -53);
-  }
-}
-
-/// "" when `got` (count elements: indices [first, first + count) reduced over n ranks) is
-/// within the rounding bound of the exact result; min/max must equal the scalar reference's
-/// bytes. Otherwise a description of the first bad element.
-std::string checkValues(const std::byte* got, DataType type, ReduceOp op, int n, size_t count,
-                        size_t first) {
-  if (op == ReduceOp::kMin || op == ReduceOp::kMax) {
-    std::vector<std::byte> acc = makeInput(type, op, 0, count, first);
-    for (int r = 1; r < n; ++r) {
-      const auto next = makeInput(type, op, r, count, first);
-      test::referenceReduce(acc.data(), acc.data(), next.data(), count, type, op);
-    }
-    return describeDifference(got, acc.data(), count, type);
-  }
-  std::vector<std::vector<std::byte>> inputs;
-  for (int r = 0; r < n; ++r) inputs.push_back(makeInput(type, op, r, count, first));
-  const double u = unitRoundoff(type);
-  for (size_t j = 0; j < count; ++j) {
-    long double exact = op == ReduceOp::kProd ? 1 : 0;
-    long double magnitude = op == ReduceOp::kProd ? 1 : 0;
-    for (int r = 0; r < n; ++r) {
-      const long double x = test::loadElement(inputs[r].data(), j, type);
-      if (op == ReduceOp::kProd) {
-        exact *= x;
-        magnitude *= std::fabs(x);
-      } else {
-        exact += x;
-        magnitude += std::fabs(x);
-      }
-    }
-    if (op == ReduceOp::kAvg) {
-      exact /= n;
-      magnitude /= n;
-    }
-    const double value = test::loadElement(got, j, type);
-    const double bound = 2.0 * (n + 1) * u * static_cast<double>(magnitude);
-    if (!(std::fabs(value - static_cast<double>(exact)) <= bound)) {
-      return "element " + std::to_string(j) + " is " + std::to_string(value) + ", exact " +
-             std::to_string(static_cast<double>(exact)) + ", bound " + std::to_string(bound);
-    }
-  }
-  return "";
-}
 
 enum class Kind { kAllReduce, kReduceBroadcast, kReduceScatter };
 
@@ -189,8 +112,8 @@ std::vector<std::byte> runCase(Communicator& comm, const Case& c) {
   const size_t block = c.count * dataTypeSize(c.type);
   const bool scatter = c.kind == Kind::kReduceScatter;
   const size_t sendBytes = scatter ? n * block : block;
-  std::vector<std::byte> input =
-      scatter ? makeInput(c.type, c.op, me, n * c.count) : makeInput(c.type, c.op, me, c.count);
+  std::vector<std::byte> input = scatter ? makeIntegrityInput(c.type, c.op, me, n * c.count)
+                                         : makeIntegrityInput(c.type, c.op, me, c.count);
   GuardedBuffer send(sendBytes);
   std::memcpy(send.data(), input.data(), sendBytes);
   GuardedBuffer recv(block);
@@ -214,13 +137,9 @@ std::vector<std::byte> runCase(Communicator& comm, const Case& c) {
   } catch (const Error& e) {
     throw Error(e.code(), c.what + ": " + e.what());
   }
-  EXPECT_TRUE(send.guardsIntact() && recv.guardsIntact() && temp.guardsIntact())
-      << c.what << ": bytes written around a buffer";
-  if (!c.inPlace) {
-    EXPECT_TRUE(std::memcmp(send.data(), input.data(), sendBytes) == 0)
-        << c.what << ": send buffer modified";
-  }
-  const std::string bad = checkValues(result, c.type, c.op, n, c.count, scatter ? me * c.count : 0);
+  expectBuffersIntact(c.what, c.inPlace, send, recv, temp, input);
+  const std::string bad =
+      checkIntegrityValues(result, c.type, c.op, n, c.count, scatter ? me * c.count : 0);
   EXPECT_EQ(bad, "") << c.what << " on rank " << me;
   return {result, result + block};
 }
@@ -233,15 +152,10 @@ void runSweep(int n) {
   std::vector<std::vector<std::vector<std::vector<std::byte>>>> outputs(
       2, std::vector<std::vector<std::vector<std::byte>>>(cases.size(),
                                                           std::vector<std::vector<std::byte>>(n)));
-  std::optional<std::string> previous;
-  if (const char* value = getenv("GROVE_SLOT_BYTES")) previous = value;
-  setenv("GROVE_SLOT_BYTES", kSlotBytes, 1);
-  auto comms = Communicator::createInProcess(n);
-  if (previous) {
-    setenv("GROVE_SLOT_BYTES", previous->c_str(), 1);
-  } else {
-    unsetenv("GROVE_SLOT_BYTES");
-  }
+  auto comms = [n] {  // the slot size is read when the communicators are made
+    test::ScopedEnv env({{"GROVE_SLOT_BYTES", kSlotBytes}});
+    return Communicator::createInProcess(n);
+  }();
   runOnComms(comms, [&](Communicator& comm) {
     for (int round = 0; round < 2; ++round) {
       for (size_t i = 0; i < cases.size(); ++i) {
@@ -279,11 +193,11 @@ TEST(IntegrityThreadsInputs, SumsDependOnTheOrderOfAdditions) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd}) {
       for (int n : {3, 8}) {
         const size_t bytes = kLargeCount * dataTypeSize(type);
-        std::vector<std::byte> forward = makeInput(type, op, 0, kLargeCount);
-        std::vector<std::byte> backward = makeInput(type, op, n - 1, kLargeCount);
+        std::vector<std::byte> forward = makeIntegrityInput(type, op, 0, kLargeCount);
+        std::vector<std::byte> backward = makeIntegrityInput(type, op, n - 1, kLargeCount);
         for (int r = 1; r < n; ++r) {
-          const auto x = makeInput(type, op, r, kLargeCount);
-          const auto y = makeInput(type, op, n - 1 - r, kLargeCount);
+          const auto x = makeIntegrityInput(type, op, r, kLargeCount);
+          const auto y = makeIntegrityInput(type, op, n - 1 - r, kLargeCount);
           test::referenceReduce(forward.data(), forward.data(), x.data(), kLargeCount, type, op);
           test::referenceReduce(backward.data(), backward.data(), y.data(), kLargeCount, type, op);
         }

@@ -7,9 +7,9 @@
 // tree, and one tree reducing a chunk in a different order on two ranks (or one rank
 // finalizing avg twice) would hand replicas different gradients. Here each of them runs,
 // forced by name, on presets where it applies, with the same order-sensitive inputs as
-// integrity_test.cpp (magnitudes ≈1, ≈10, ≈0.1 with full-mantissa fractions, so a different
-// order of additions gives different bytes) for floating types and exact small integers for
-// integer types.
+// integrity_test.cpp (tests/support/integrity.hpp: magnitudes ≈1, ≈10, ≈0.1 with full-mantissa
+// fractions, so a different order of additions gives different bytes) for floating types and
+// exact small integers for integer types.
 //
 // Checks per call: every rank's output byte-identical to rank 0's (allreduce, reduce followed
 // by a broadcast of the root's result, broadcast, allgather); in place byte-identical to out of
@@ -26,11 +26,10 @@
 // 4096-byte slots the larger chunk runs span several tiles) with every floating type. The
 // 3- to 6-rank presets run more of the grid than the two 8-rank ones. Everything in place and
 // out of place; roots rotate over the ranks.
-#include <cmath>
-#include <cstdlib>
-#include <optional>
+#include <cstring>
 
 #include "multirank/harness.hpp"
+#include "support/integrity.hpp"
 #include "support/scoped_env.hpp"
 
 namespace grove::mr {
@@ -54,90 +53,6 @@ size_t largeCount(DataType type) {
 }
 
 using test::ScopedEnv;
-
-/// Element i of rank r's floating-point input (integrity_test.cpp's pattern): a magnitude by
-/// r % 3 times 1 + a full-mantissa fraction, a sign now and then; prod uses factors in
-/// [0.5, 1.5); min/max put ±0 (sign by rank) at every 11th index.
-double integrityInput(ReduceOp op, int r, size_t i) {
-  const uint64_t rank = static_cast<uint64_t>(r);
-  const uint64_t hash = (i * 2654435761u + rank * 3928791u) ^ (i * rank * 2246822519u);
-  const double fraction = static_cast<double>(hash & 0xFFFFFFFFu) * 0x1p-32;
-  const double sign = (i + rank) % 4 == 3 ? -1.0 : 1.0;
-  if (op == ReduceOp::kProd) return sign * (0.5 + fraction);
-  if ((op == ReduceOp::kMin || op == ReduceOp::kMax) && i % 11 == 5) return r % 2 ? -0.0 : 0.0;
-  static constexpr double kMagnitude[3] = {1.0, 10.0, 0.1};
-  return sign * kMagnitude[r % 3] * (1.0 + fraction);
-}
-
-/// Rank r's reduction input for indices [first, first + count): order-sensitive values for
-/// floating types, exact small integers (harness.hpp) for integer types.
-std::vector<std::byte> makeInput(DataType type, ReduceOp op, int r, size_t count,
-                                 size_t first = 0) {
-  std::vector<std::byte> bytes(count * dataTypeSize(type));
-  for (size_t j = 0; j < count; ++j) {
-    const double value = isFloatingPoint(type) ? integrityInput(op, r, first + j)
-                                               : reductionInput(type, op, r, first + j);
-    test::storeElement(bytes.data(), j, type, value);
-  }
-  return bytes;
-}
-
-double unitRoundoff(DataType type) {
-  switch (type) {
-    case DataType::kFloat16:
-      return std::ldexp(1.0, -11);
-    case DataType::kBFloat16:
-      return std::ldexp(1.0, -8);
-    case DataType::kFloat32:
-      return std::ldexp(1.0, -24);
-    default:
-      return std::ldexp(1.0, -53);
-  }
-}
-
-/// "" when `got` (indices [first, first + count) reduced over n ranks) is right: integer
-/// types and min/max equal the reference's bytes; sum, prod, avg of floating types lie within
-/// the rounding bound of the exact value. Otherwise a description of the first bad element.
-std::string checkValues(const std::byte* got, DataType type, ReduceOp op, int n, size_t count,
-                        size_t first) {
-  if (!isFloatingPoint(type) || op == ReduceOp::kMin || op == ReduceOp::kMax) {
-    std::vector<std::byte> acc = makeInput(type, op, 0, count, first);
-    for (int r = 1; r < n; ++r) {
-      const auto next = makeInput(type, op, r, count, first);
-      test::referenceReduce(acc.data(), acc.data(), next.data(), count, type, op);
-    }
-    test::referenceFinalize(acc.data(), count, type, op, n);
-    return describeDifference(got, acc.data(), count, type);
-  }
-  std::vector<std::vector<std::byte>> inputs;
-  for (int r = 0; r < n; ++r) inputs.push_back(makeInput(type, op, r, count, first));
-  const double u = unitRoundoff(type);
-  for (size_t j = 0; j < count; ++j) {
-    long double exact = op == ReduceOp::kProd ? 1 : 0;
-    long double magnitude = op == ReduceOp::kProd ? 1 : 0;
-    for (int r = 0; r < n; ++r) {
-      const long double x = test::loadElement(inputs[r].data(), j, type);
-      if (op == ReduceOp::kProd) {
-        exact *= x;
-        magnitude *= std::fabs(x);
-      } else {
-        exact += x;
-        magnitude += std::fabs(x);
-      }
-    }
-    if (op == ReduceOp::kAvg) {
-      exact /= n;
-      magnitude /= n;
-    }
-    const double value = test::loadElement(got, j, type);
-    const double bound = 2.0 * (n + 1) * u * static_cast<double>(magnitude);
-    if (!(std::fabs(value - static_cast<double>(exact)) <= bound)) {
-      return "element " + std::to_string(first + j) + " is " + std::to_string(value) + ", exact " +
-             std::to_string(static_cast<double>(exact)) + ", bound " + std::to_string(bound);
-    }
-  }
-  return "";
-}
 
 enum class Kind { kAllReduce, kReduceBroadcast, kBroadcast, kAllGather, kReduceScatter };
 
@@ -261,13 +176,13 @@ std::vector<std::byte> caseInput(const Case& c, int me, int n) {
   const size_t block = c.count * dataTypeSize(c.type);
   switch (c.kind) {
     case Kind::kReduceScatter:
-      return makeInput(c.type, c.op, me, n * c.count);
+      return makeIntegrityInput(c.type, c.op, me, n * c.count);
     case Kind::kAllGather:
       return payload(me, block);
     case Kind::kBroadcast:
       return me == c.root ? payload(me, block) : std::vector<std::byte>(block, std::byte{0x33});
     default:
-      return makeInput(c.type, c.op, me, c.count);
+      return makeIntegrityInput(c.type, c.op, me, c.count);
   }
 }
 
@@ -320,12 +235,7 @@ std::vector<std::byte> runCase(Communicator& comm, const Case& c,
   } catch (const Error& e) {
     throw Error(e.code(), c.what + ": " + e.what());
   }
-  EXPECT_TRUE(send.guardsIntact() && recv.guardsIntact() && temp.guardsIntact())
-      << c.what << ": bytes written around a buffer";
-  if (!c.inPlace) {
-    EXPECT_TRUE(std::memcmp(send.data(), input.data(), sendBytes) == 0)
-        << c.what << ": send buffer modified";
-  }
+  expectBuffersIntact(c.what, c.inPlace, send, recv, temp, input);
   const size_t resultBytes = c.kind == Kind::kAllGather ? recvBytes : block;
   return {result, result + resultBytes};
 }
@@ -335,7 +245,7 @@ std::vector<std::byte> runCase(Communicator& comm, const Case& c,
 std::string checkShare(const Case& c, const std::vector<std::byte>& out, int me, int n) {
   const size_t size = dataTypeSize(c.type);
   if (c.kind == Kind::kReduceScatter) {
-    return checkValues(out.data(), c.type, c.op, n, c.count, me * c.count);
+    return checkIntegrityValues(out.data(), c.type, c.op, n, c.count, me * c.count);
   }
   if (c.kind == Kind::kBroadcast) {
     const auto expected = payload(c.root, c.count * size);
@@ -349,7 +259,7 @@ std::string checkShare(const Case& c, const std::vector<std::byte>& out, int me,
   }
   const size_t lo = c.count * me / n;
   const size_t hi = c.count * (me + 1) / n;
-  return checkValues(out.data() + lo * size, c.type, c.op, n, hi - lo, lo);
+  return checkIntegrityValues(out.data() + lo * size, c.type, c.op, n, hi - lo, lo);
 }
 
 /// Runs every case of `target` twice on its topology; ranks meet at a barrier after each case

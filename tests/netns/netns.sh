@@ -237,6 +237,61 @@ netns_spawn() {
   NETNS_PIDS+=("$NETNS_LAST_PID")
 }
 
+# ---- For test scripts that source this file
+
+# Ends the calling script as skipped (prints "SKIP: <why>", exits $NETNS_SKIP) where network
+# namespaces cannot be made here.
+netns_require() {
+  if ! netns_check; then
+    echo "SKIP: $NETNS_REASON"
+    exit "$NETNS_SKIP"
+  fi
+}
+
+# netns_test_begin NAME — the common start of a test script, once its own checks passed:
+# deletes the namespaces of dead harness shells (netns_reap_stale), then sets, in the caller's
+# shell, `prefix` (this shell's netns_prefix), `work` (a fresh directory grove-NAME.XXXXXX
+# under ${TMPDIR:-/tmp}, removed by netns_cleanup through netns_cleanup_hook) and
+# `failures=0`, and defines `fail MESSAGE...` (prints "FAIL: MESSAGE" and counts it in
+# `failures`) and `hex N` (N random bytes as hex digits: job ids and secrets).
+netns_test_begin() {
+  netns_reap_stale
+  prefix=$(netns_prefix)
+  work=$(mktemp -d "${TMPDIR:-/tmp}/grove-$1.XXXXXX")
+  # shellcheck disable=SC2317  # called by netns_cleanup
+  netns_cleanup_hook() { rm -rf "$work"; }
+  failures=0
+  # shellcheck disable=SC2317  # fail and hex are called by the test script
+  fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+  }
+  # shellcheck disable=SC2317
+  hex() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
+}
+
+# netns_expect_job_gone NAME PREFIX HOSTS JOBID PID... — after a job on hosts 0..HOSTS-1 of
+# PREFIX whose ranks were the processes PID... (rank r the r-th): calls `fail` (defined by
+# netns_test_begin) for each rank still running, each host with processes left in it and the
+# /dev/shm/grove-JOBID-* entries left behind, which it then removes.
+netns_expect_job_gone() {
+  local name=$1 prefix=$2 hosts=$3 jobid=$4 r=0 pid h left
+  shift 4
+  for pid in "$@"; do
+    if kill -0 "$pid" 2>/dev/null; then fail "$name: rank $r (pid $pid) still runs"; fi
+    r=$((r + 1))
+  done
+  for ((h = 0; h < hosts; h++)); do
+    left=$(ip netns pids "$(netns_host "$prefix" "$h")" 2>/dev/null | xargs)
+    if [[ -n $left ]]; then fail "$name: processes left in host $h: $left"; fi
+  done
+  left=$(compgen -G "/dev/shm/grove-$jobid-*" | xargs)
+  if [[ -n $left ]]; then
+    fail "$name: shared memory left behind: $left"
+    rm -f /dev/shm/grove-"$jobid"-*
+  fi
+}
+
 netns__main() {
   local command=${1:-}
   shift || true

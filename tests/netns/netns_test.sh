@@ -22,38 +22,19 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=netns.sh
 source "$here/netns.sh"
 
-if (($# < 2)); then
-  echo "usage: netns_test.sh CASE GROVE [DEADLINE_S]" >&2
-  exit 2
-fi
+(($# >= 2)) || { echo "usage: netns_test.sh CASE GROVE [DEADLINE_S]" >&2; exit 2; }
 case_name=$1
 grove=$2
 deadline=$((SECONDS + ${3:-540}))
 process_check=${GROVE_PROCESS_CHECK:-$(dirname "$grove")/process_check}
 
-if ! netns_check; then
-  echo "SKIP: $NETNS_REASON"
-  exit "$NETNS_SKIP"
-fi
+netns_require
 if [[ ! -x $grove ]]; then
   echo "FAIL: grove binary '$grove' not found or not executable"
   exit 1
 fi
-netns_reap_stale
-
-prefix=$(netns_prefix)
-work=$(mktemp -d "${TMPDIR:-/tmp}/grove-netns.XXXXXX")
-# shellcheck disable=SC2317  # called by netns_cleanup
-netns_cleanup_hook() { rm -rf "$work"; }
-failures=0
+netns_test_begin netns  # prefix, work, failures, fail, hex
 jobs_run=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-hex() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
 
 # run_job NAME HOSTS PER_HOST [VAR=VALUE...] -- CMD...
 # Starts HOSTS*PER_HOST ranks, rank r on host r/PER_HOST, each a process of its own in that
@@ -101,16 +82,7 @@ run_job() {
       tail -n 5 "$work/$name.$r.out" | sed "s/^/    rank $r out: /"
     fi
   done
-  for ((r = 0; r < size; r++)); do
-    if kill -0 "${pids[r]}" 2>/dev/null; then fail "$name: rank $r (pid ${pids[r]}) still runs"; fi
-  done
-  local h left
-  for ((h = 0; h < hosts; h++)); do
-    left=$(ip netns pids "$(netns_host "$prefix" "$h")" 2>/dev/null | xargs)
-    [[ -n $left ]] && fail "$name: processes left in host $h: $left"
-  done
-  left=$(compgen -G "/dev/shm/grove-$jobid-*" | xargs)
-  [[ -n $left ]] && fail "$name: shared memory left behind: $left"
+  netns_expect_job_gone "$name" "$prefix" "$hosts" "$jobid" "${pids[@]}"
 }
 
 # expect_transport NAME SIZE TRANSPORT: rank 0's "# Rank" header lists SIZE ranks, all on it.

@@ -2,9 +2,12 @@
 // one process that meet through a file store, and a hand-made peer that completes the real
 // handshake and then writes whatever bytes a test wants (truncated or malformed frames).
 //
-// Why a header of its own: the frame tests need the same few pieces as tests/unit/tcp_test.cpp
-// (which keeps its own copies), and building frames must go through FrameHeader (its size and
-// layout belong to the wire format, not to the tests), so it is written once here.
+// Why a header of its own: every TcpLinks test (tcp_test, tcp_frames_test, failure_info_test,
+// tcp_link_addresses_test under tests/unit) needs the same few pieces — ranks, their options,
+// the doorbell wait, an exchange of checked messages — and building frames must go through
+// FrameHeader (its size and layout belong to the wire format, not to the tests), so they are
+// written once here. A test that needs other options changes the TcpOptions makeOptions()
+// returns before it makes the Rank.
 #pragma once
 
 #include <stdlib.h>
@@ -15,6 +18,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/file_store.hpp"
@@ -31,7 +35,7 @@ using Clock = std::chrono::steady_clock;
 
 /// Liveness bound of every wait (never a timing assertion: only "it did happen").
 inline constexpr auto kPatience = std::chrono::seconds(60);
-/// The secret every rank made by makeOptions() shares.
+/// The secret of every rank made by makeOptions() (unless it is given another).
 inline constexpr std::string_view kSecret = "s3cret";
 
 /// A fresh directory under /tmp, removed with everything in it.
@@ -50,8 +54,11 @@ struct TempDir {
   std::string path;
 };
 
-/// Options of rank `rank` of `size`, every other rank reached over TCP on loopback.
-inline TcpOptions makeOptions(int rank, int size, int sockets, size_t slotBytes = 4096) {
+/// Options of rank `rank` of `size`, every other rank reached over TCP on loopback with
+/// `sockets` connections per peer, FIFOs of 4 slots of `slotBytes`, the job secret `secret`
+/// and an operation timeout of 30 s.
+inline TcpOptions makeOptions(int rank, int size, int sockets, size_t slotBytes = 4096,
+                              std::string secret = std::string(kSecret)) {
   TcpOptions options;
   options.keyPrefix = "job";
   options.rank = rank;
@@ -62,7 +69,7 @@ inline TcpOptions makeOptions(int rank, int size, int sockets, size_t slotBytes 
   options.geometry = FifoGeometry{slotBytes, 4};
   options.socketsPerPeer = sockets;
   options.interfaces = "lo";
-  options.secret = std::string(kSecret);
+  options.secret = std::move(secret);
   options.timeout = std::chrono::milliseconds(30'000);
   return options;
 }

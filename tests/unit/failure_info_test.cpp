@@ -10,13 +10,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
 #include <thread>
 
 #include "bootstrap/file_store.hpp"
+#include "support/tcp_pair.hpp"
 #include "transport/inproc/inproc_transport.hpp"
 #include "transport/shm/shm_domain.hpp"
 #include "transport/tcp/handshake.hpp"
@@ -27,11 +27,13 @@
 namespace grove::transport {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::seconds;
-
-/// Liveness bound of the waits below (never a timing assertion: only "it did happen").
-constexpr auto kPatience = seconds(60);
+using tcp_pair::awaitFailure;
+using tcp_pair::Clock;
+using tcp_pair::kPatience;
+using tcp_pair::nap;
+using tcp_pair::Rank;
+using tcp_pair::TempDir;
 
 TEST(AbortNotice, EncodesOriginAndCauseLittleEndian) {
   tcp::AbortNotice notice;
@@ -184,50 +186,13 @@ TEST(FailureInfo, ShmNodeSegmentCarriesTheOriginAndCause) {
   EXPECT_EQ(a.failure().origin, 1);
 }
 
-struct TempDir {
-  TempDir() {
-    char pattern[] = "/tmp/grove-fi-XXXXXX";
-    path = ::mkdtemp(pattern);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
-
+/// Rank `rank` of `size` on loopback (one connection per lane), with the given heartbeat
+/// timeout and an operation timeout far beyond any wait below.
 TcpOptions tcpOptions(int rank, int size, std::chrono::milliseconds heartbeat) {
-  TcpOptions options;
-  options.keyPrefix = "job";
-  options.rank = rank;
-  options.size = size;
-  for (int r = 0; r < size; ++r) {
-    if (r != rank) options.remoteRanks.push_back(r);
-  }
-  options.geometry = FifoGeometry{4096, 4};
-  options.interfaces = "lo";
-  options.secret = "s3cret";
-  options.timeout = std::chrono::milliseconds(120'000);  // far beyond any wait below
+  TcpOptions options = tcp_pair::makeOptions(rank, size, kStreamsPerLane);
+  options.timeout = std::chrono::milliseconds(120'000);
   options.heartbeatTimeout = heartbeat;
   return options;
-}
-
-struct Rank {
-  Rank(const std::string& dir, TcpOptions options)
-      : store(dir), links(store, std::move(options), bell) {}
-  Doorbell bell;
-  bootstrap::FileStore store;
-  TcpLinks links;
-};
-
-void nap(Doorbell& bell) {
-  uint32_t sequence = prepareSleep(bell);
-  sleep(bell, sequence, std::chrono::milliseconds(5));
-  cancelSleep(bell);
-}
-
-/// Waits (calling failedPeer() as a waiting rank does) until a peer failed; returns it.
-int awaitFailure(Rank& rank, Clock::duration patience = kPatience) {
-  Clock::time_point deadline = Clock::now() + patience;
-  while (rank.links.failedPeer() < 0 && Clock::now() < deadline) nap(rank.bell);
-  return rank.links.failedPeer();
 }
 
 /// Sends one zero-byte message from `from` to `to` and waits until `to` has it.
@@ -261,21 +226,14 @@ TEST(FailureInfo, TcpAbortFrameCarriesTheOriginAndCause) {
 TEST(FailureInfo, TcpInvalidAbortNoticeBreaksTheConnection) {
   TempDir dir;
   Rank zero(dir.path, tcpOptions(0, 3, std::chrono::milliseconds(0)));
-  tcp::Hello hello;
-  hello.src = 2;
-  hello.dst = 0;
-  hello.slotBytes = 4096;
-  auto deadline = Clock::now() + seconds(10);
-  tcp::Socket socket =
-      tcp::openConnection(zero.links.address(), hello, "s3cret", deadline, nullptr, [](int) {});
+  tcp::Socket socket = tcp_pair::connectAs(zero, 2, 0, 4096);
   tcp::FrameHeader header;
   header.kind = static_cast<uint16_t>(tcp::FrameKind::kAbort);
   header.bytes = 10;
-  unsigned char bytes[tcp::FrameHeader::kBytes + 10];
-  header.encode(bytes);
-  const unsigned char notice[10] = {9, 0, 0, 0, 0, 0, 0, 0, 'h', 'i'};  // origin 9 of 3 ranks
-  std::memcpy(bytes + tcp::FrameHeader::kBytes, notice, sizeof notice);
-  tcp::sendAll(socket.fd(), bytes, sizeof bytes, deadline, "frame");
+  std::string frame(tcp::FrameHeader::kBytes, '\0');
+  header.encode(reinterpret_cast<unsigned char*>(frame.data()));
+  frame += std::string("\x09\0\0\0\0\0\0\0hi", 10);  // origin 9 of 3 ranks
+  tcp_pair::sendRaw(socket, frame);
   EXPECT_EQ(awaitFailure(zero), 2);
   FailureInfo seen = zero.links.failure();
   EXPECT_EQ(seen.origin, 2);  // not the bogus rank 9
@@ -287,13 +245,7 @@ TEST(Heartbeat, SilentPeerIsDeclaredFailedAtTheHeartbeatTimeout) {
   Rank zero(dir.path, tcpOptions(0, 2, std::chrono::milliseconds(2000)));
   // "Rank 1": a peer that connects properly, then never sends another byte (as a stopped
   // process would); its socket stays open, so only the silence can tell.
-  tcp::Hello hello;
-  hello.src = 1;
-  hello.dst = 0;
-  hello.slotBytes = 4096;
-  auto deadline = Clock::now() + seconds(10);
-  tcp::Socket silent =
-      tcp::openConnection(zero.links.address(), hello, "s3cret", deadline, nullptr, [](int) {});
+  tcp::Socket silent = tcp_pair::connectAs(zero, 1, 0, 4096);
   Clock::time_point start = Clock::now();
   // Rank 0 waits for rank 1 (the operation timeout, 120 s, is far away).
   EXPECT_EQ(awaitFailure(zero), 1);
@@ -322,13 +274,7 @@ TEST(Heartbeat, IdleLivePeerStaysAlive) {
 TEST(Heartbeat, SilenceWhileNotWaitingDoesNotCount) {
   TempDir dir;
   Rank zero(dir.path, tcpOptions(0, 2, std::chrono::milliseconds(2000)));
-  tcp::Hello hello;
-  hello.src = 1;
-  hello.dst = 0;
-  hello.slotBytes = 4096;
-  auto deadline = Clock::now() + seconds(10);
-  tcp::Socket silent =
-      tcp::openConnection(zero.links.address(), hello, "s3cret", deadline, nullptr, [](int) {});
+  tcp::Socket silent = tcp_pair::connectAs(zero, 1, 0, 4096);
   // Rank 0 is busy elsewhere (does not wait) for 4.5 s: the silence before its wait starts
   // is not held against the peer.
   std::this_thread::sleep_for(std::chrono::milliseconds(4500));

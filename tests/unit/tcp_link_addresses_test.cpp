@@ -7,110 +7,29 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bootstrap/file_store.hpp"
 #include "grove/error.hpp"
+#include "support/tcp_pair.hpp"
 #include "transport/tcp/socket.hpp"
 #include "transport/tcp/tcp_links.hpp"
 
 namespace grove::transport {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using tcp_pair::Rank;
+using tcp_pair::TempDir;
 
-/// Liveness bound of every wait below (never a timing assertion: only "it did happen").
-constexpr auto kPatience = std::chrono::seconds(60);
-
-struct TempDir {
-  TempDir() {
-    char pattern[] = "/tmp/grove-tcplink-XXXXXX";
-    path = ::mkdtemp(pattern);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
-
+/// Rank `rank` of `size` on loopback (one connection per lane) whose peers are dialed at
+/// `linkAddresses` (see TcpOptions::linkAddresses).
 TcpOptions makeOptions(int rank, int size, std::vector<std::string> linkAddresses) {
-  TcpOptions options;
-  options.keyPrefix = "job";
-  options.rank = rank;
-  options.size = size;
-  for (int r = 0; r < size; ++r) {
-    if (r != rank) options.remoteRanks.push_back(r);
-  }
-  options.geometry = FifoGeometry{4096, 4};
-  options.interfaces = "lo";
-  options.secret = "s3cret";
-  options.timeout = std::chrono::milliseconds(30'000);
+  TcpOptions options = tcp_pair::makeOptions(rank, size, kStreamsPerLane);
   options.linkAddresses = std::move(linkAddresses);
   return options;
-}
-
-struct Rank {
-  Rank(const std::string& dir, TcpOptions options)
-      : store(dir), links(store, std::move(options), bell) {}
-  Doorbell bell;
-  bootstrap::FileStore store;
-  TcpLinks links;
-};
-
-unsigned char patternByte(int src, int index, size_t at) {
-  return static_cast<unsigned char>(src * 131 + index * 7 + at * 13);
-}
-
-/// Sends `messages` messages of index*37 % 4096 bytes to `peer` and receives as many, checking
-/// every byte; "" on success, else what went wrong.
-std::string exchange(Rank& rank, int self, int peer, int messages) {
-  int sent = 0;
-  int received = 0;
-  Clock::time_point deadline = Clock::now() + kPatience;
-  Fifo& out = rank.links.sendFifo(peer, 0);
-  Fifo& in = rank.links.recvFifo(peer, 0);
-  while (sent < messages || received < messages) {
-    bool progress = false;
-    if (sent < messages) {
-      if (void* slot = out.tryAcquire()) {
-        size_t bytes = static_cast<size_t>(sent) * 37 % 4096;
-        auto* data = static_cast<unsigned char*>(slot);
-        for (size_t at = 0; at < bytes; ++at) data[at] = patternByte(self, sent, at);
-        out.commit(bytes);
-        ++sent;
-        progress = true;
-      }
-    }
-    if (received < messages) {
-      size_t bytes = 0;
-      if (const void* slot = in.tryPeek(&bytes)) {
-        if (bytes != static_cast<size_t>(received) * 37 % 4096) {
-          return "message " + std::to_string(received) + " has " + std::to_string(bytes) + " bytes";
-        }
-        auto* data = static_cast<const unsigned char*>(slot);
-        for (size_t at = 0; at < bytes; ++at) {
-          if (data[at] != patternByte(peer, received, at)) {
-            return "message " + std::to_string(received) + ": wrong byte at " + std::to_string(at);
-          }
-        }
-        in.release();
-        ++received;
-        progress = true;
-      }
-    }
-    if (rank.links.failedPeer() >= 0) {
-      return "failedPeer() = " + std::to_string(rank.links.failedPeer());
-    }
-    if (Clock::now() > deadline) return "no progress";
-    if (!progress) {
-      uint32_t sequence = prepareSleep(rank.bell);
-      sleep(rank.bell, sequence, std::chrono::milliseconds(1));
-      cancelSleep(rank.bell);
-    }
-  }
-  return "";
 }
 
 TEST(TcpLinkAddresses, EachPeerIsDialedAtItsLinkAddress) {
@@ -124,8 +43,9 @@ TEST(TcpLinkAddresses, EachPeerIsDialedAtItsLinkAddress) {
   auto [host, port] = transport::tcp::parseHostPort(one.links.address());
   one.store.set("job/tcp/1", transport::tcp::formatHostPort("203.0.113.7", port));
   std::string errors[2];
-  std::thread threads[2] = {std::thread([&] { errors[0] = exchange(zero, 0, 1, 200); }),
-                            std::thread([&] { errors[1] = exchange(one, 1, 0, 200); })};
+  std::thread threads[2] = {
+      std::thread([&] { errors[0] = tcp_pair::exchange(zero, 0, 1, {0}, 200, 4096); }),
+      std::thread([&] { errors[1] = tcp_pair::exchange(one, 1, 0, {0}, 200, 4096); })};
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(errors[0], "");
   EXPECT_EQ(errors[1], "");
@@ -145,7 +65,7 @@ TEST(TcpLinkAddresses, ThreeRanksWithSomeLinksAndSomePublishedAddresses) {
   for (int r = 0; r < 3; ++r) {
     threads.emplace_back([&, r] {
       for (int peer = 0; peer < 3; ++peer) {
-        if (peer != r) errors[r][peer] = exchange(*ranks[r], r, peer, 50);
+        if (peer != r) errors[r][peer] = tcp_pair::exchange(*ranks[r], r, peer, {0}, 50, 4096);
       }
     });
   }

@@ -12,13 +12,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bootstrap/file_store.hpp"
 #include "grove/error.hpp"
+#include "support/tcp_pair.hpp"
 #include "transport/tcp/handshake.hpp"
 #include "transport/tcp/interfaces.hpp"
 #include "transport/tcp/socket.hpp"
@@ -28,52 +28,14 @@
 namespace grove::transport {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::seconds;
-
-/// Liveness bound of every wait below (never a timing assertion: only "it did happen").
-constexpr auto kPatience = seconds(60);
-
-struct TempDir {
-  TempDir() {
-    char pattern[] = "/tmp/grove-tcp-XXXXXX";
-    path = ::mkdtemp(pattern);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
-
-TcpOptions makeOptions(int rank, int size, int sockets, size_t slotBytes = 4096,
-                       std::string secret = "s3cret") {
-  TcpOptions options;
-  options.keyPrefix = "job";
-  options.rank = rank;
-  options.size = size;
-  for (int r = 0; r < size; ++r) {
-    if (r != rank) options.remoteRanks.push_back(r);
-  }
-  options.geometry = FifoGeometry{slotBytes, 4};
-  options.socketsPerPeer = sockets;
-  options.interfaces = "lo";
-  options.secret = std::move(secret);
-  options.timeout = std::chrono::milliseconds(30'000);
-  return options;
-}
-
-/// One rank: its doorbell, store and links.
-struct Rank {
-  Rank(const std::string& dir, TcpOptions options)
-      : store(dir), links(store, std::move(options), bell) {}
-  Doorbell bell;
-  bootstrap::FileStore store;
-  TcpLinks links;
-};
-
-void nap(Doorbell& bell) {
-  uint32_t sequence = prepareSleep(bell);
-  sleep(bell, sequence, std::chrono::milliseconds(1));
-  cancelSleep(bell);
-}
+using tcp_pair::awaitFailure;
+using tcp_pair::Clock;
+using tcp_pair::exchange;
+using tcp_pair::kPatience;
+using tcp_pair::makeOptions;
+using tcp_pair::Rank;
+using tcp_pair::TempDir;
 
 /// Calls `attempt` until it returns non-null (or kPatience passes: null), sleeping on `bell`
 /// with the doorbell protocol in between, as the executor does.
@@ -92,90 +54,6 @@ auto await(Doorbell& bell, Attempt attempt) {
     sleep(bell, sequence, std::chrono::milliseconds(10));
     cancelSleep(bell);
   }
-}
-
-unsigned char patternByte(int src, int lane, int index, size_t at) {
-  return static_cast<unsigned char>(src * 131 + lane * 31 + index * 7 + at * 13 + (at >> 9));
-}
-
-size_t messageBytes(int index, size_t slotBytes) {
-  switch (index % 6) {
-    case 0:
-      return 0;
-    case 1:
-      return 1;
-    case 2:
-      return slotBytes;
-    case 3:
-      return slotBytes - 1;
-    case 4:
-      return 7;
-    default:
-      return (static_cast<size_t>(index) * 977) % slotBytes;
-  }
-}
-
-/// Sends `messages` messages to `peer` on each lane and receives as many from it, checking
-/// every byte; "" on success, else what went wrong (usable in a forked child).
-std::string exchange(Rank& rank, int self, int peer, const std::vector<int>& lanes, int messages,
-                     size_t slotBytes) {
-  std::vector<int> sent(lanes.size(), 0);
-  std::vector<int> received(lanes.size(), 0);
-  Clock::time_point deadline = Clock::now() + kPatience;
-  for (;;) {
-    bool done = true;
-    bool progress = false;
-    for (size_t i = 0; i < lanes.size(); ++i) {
-      int lane = lanes[i];
-      if (sent[i] < messages) {
-        done = false;
-        Fifo& fifo = rank.links.sendFifo(peer, lane);
-        if (void* slot = fifo.tryAcquire()) {
-          size_t bytes = messageBytes(sent[i], slotBytes);
-          auto* out = static_cast<unsigned char*>(slot);
-          for (size_t at = 0; at < bytes; ++at) out[at] = patternByte(self, lane, sent[i], at);
-          fifo.commit(bytes);
-          ++sent[i];
-          progress = true;
-        }
-      }
-      if (received[i] < messages) {
-        done = false;
-        Fifo& fifo = rank.links.recvFifo(peer, lane);
-        size_t bytes = 0;
-        if (const void* slot = fifo.tryPeek(&bytes)) {
-          size_t expected = messageBytes(received[i], slotBytes);
-          if (bytes != expected) {
-            return "lane " + std::to_string(lane) + " message " + std::to_string(received[i]) +
-                   ": " + std::to_string(bytes) + " bytes, expected " + std::to_string(expected);
-          }
-          auto* in = static_cast<const unsigned char*>(slot);
-          for (size_t at = 0; at < bytes; ++at) {
-            if (in[at] != patternByte(peer, lane, received[i], at)) {
-              return "lane " + std::to_string(lane) + " message " + std::to_string(received[i]) +
-                     ": wrong byte at " + std::to_string(at);
-            }
-          }
-          fifo.release();
-          ++received[i];
-          progress = true;
-        }
-      }
-    }
-    if (done) return "";
-    if (rank.links.failedPeer() >= 0) {
-      return "failedPeer() = " + std::to_string(rank.links.failedPeer());
-    }
-    if (Clock::now() > deadline) return "no progress";
-    if (!progress) nap(rank.bell);
-  }
-}
-
-/// Waits until `links.failedPeer()` is not -1; returns it.
-int awaitFailure(Rank& rank) {
-  Clock::time_point deadline = Clock::now() + kPatience;
-  while (rank.links.failedPeer() < 0 && Clock::now() < deadline) nap(rank.bell);
-  return rank.links.failedPeer();
 }
 
 class TcpLinksTest : public testing::TestWithParam<int> {};
@@ -314,18 +192,8 @@ TEST(TcpLinks, DifferentSlotSizesAreRefusedByTheHello) {
 TEST(TcpLinks, OversizedFrameFromAnAuthenticatedPeerBreaksOnlyThatPeer) {
   TempDir dir;
   Rank zero(dir.path, makeOptions(0, 3, 1));
-  tcp::Hello hello;
-  hello.src = 2;
-  hello.dst = 0;
-  hello.slotBytes = 4096;
-  auto deadline = Clock::now() + seconds(10);
-  tcp::Socket socket =
-      tcp::openConnection(zero.links.address(), hello, "s3cret", deadline, nullptr, [](int) {});
-  tcp::FrameHeader header;
-  header.bytes = 4097;
-  unsigned char bytes[tcp::FrameHeader::kBytes];
-  header.encode(bytes);
-  tcp::sendAll(socket.fd(), bytes, sizeof bytes, deadline, "frame");
+  tcp::Socket socket = tcp_pair::connectAs(zero, 2, 0, 4096);
+  tcp_pair::sendRaw(socket, tcp_pair::dataHeader(0, 4097));  // a slot holds 4096 bytes
   EXPECT_EQ(awaitFailure(zero), 2);
 }
 
