@@ -37,7 +37,7 @@ CommState::CommState(std::unique_ptr<transport::Transport> transport, Config con
   CPU_ZERO(&cpus);
   const int usable = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
   yieldWhileSpinning_ = transport_->ranksOnThisHost() > usable;
-  spin_ = config_.spin.count() >= 0 ? config_.spin : std::chrono::microseconds(5);
+  spin_ = config_.spin.count() >= 0 ? config_.spin : std::chrono::microseconds(20);
   log::info(rank_, "waiting: {} ranks on this host, {} CPUs: poll {} us{} before sleeping",
             transport_->ranksOnThisHost(), usable, spin_.count(),
             yieldWhileSpinning_ ? " (yielding between polls)" : "");
