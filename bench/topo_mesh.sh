@@ -25,10 +25,18 @@
 #
 # Usage (as root, after `make`): bench/topo_mesh.sh [GROVE]
 #   GROVE           the grove binary (default build/bin/grove)
-#   SIZE            bytes per call (default 32M); ITERS / WARMUP: grove perf -n / -w (2 / 1)
+#   SIZE            bytes per call (default 64M: each call also pays a fixed ~50-100 ms on
+#                   the 2 shared cores that the simulator does not model, which at 32M cost
+#                   the 8-rank trees ~10 % of their rate); ITERS / WARMUP: grove perf -n / -w
+#                   (2 / 1)
 #   SUBSETS         space-separated GPU lists (default "0,1,4 0,2,3 0,3,4,7 0,1,2,4,5 all")
 #   COLLECTIVES     default "broadcast allreduce"
+#   MODES           default "trees ring" (one of them to measure only that row)
 #   MESH_UNIT_MBIT  Mbit/s per NVLink (default 100); MESH_PCIE_MBIT (default half of it)
+#   MESH_QUEUE_MS   tbf queue per link (default 1000: lossless; the drops column shows it)
+#   MESH_MTU        the veths' MTU (default 65520: TCP/IP headers cost no link capacity)
+#   GROVE_SLOT_BYTES, GROVE_FIFO_DEPTH  the executor's tile size and FIFO slots, passed to
+#                   the ranks and to the prediction when set (defaults 256 KiB and 4)
 # Measure on a quiet machine (uptime load < 3): the ranks share its cores.
 set -u
 
@@ -37,11 +45,12 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$root/tests/netns/mesh.sh"
 
 grove=${1:-$root/build/bin/grove}
-size=${SIZE:-32M}
+size=${SIZE:-64M}
 iters=${ITERS:-2}
 warmup=${WARMUP:-1}
 subsets=${SUBSETS:-"0,1,4 0,2,3 0,3,4,7 0,1,2,4,5 all"}
 collectives=${COLLECTIVES:-"broadcast allreduce"}
+modes=${MODES:-"trees ring"}
 
 if ! netns_check; then
   echo "topo_mesh: cannot make network namespaces here: $NETNS_REASON" >&2
@@ -84,9 +93,15 @@ except Exception:
 EOF
 }
 
+geometry=()  # the executor's tile and FIFO settings, for the ranks and the prediction
+[[ -n ${GROVE_SLOT_BYTES:-} ]] && geometry+=(GROVE_SLOT_BYTES="$GROVE_SLOT_BYTES")
+[[ -n ${GROVE_FIFO_DEPTH:-} ]] && geometry+=(GROVE_FIFO_DEPTH="$GROVE_FIFO_DEPTH")
+echo "# tbf queue ${MESH_QUEUE_MS:-1000} ms, MTU ${MESH_MTU:-65520}; tile ${GROVE_SLOT_BYTES:-262144} B," \
+  "FIFO depth ${GROVE_FIFO_DEPTH:-4}"
+
 rows=()
-printf '%-22s %-11s %-10s %9s %7s %7s %7s %9s %9s %8s\n' case algorithm ran 'MB/s' units bound \
-  meas/bnd tree/ring predicted 'sim err'
+printf '%-22s %-11s %-10s %9s %7s %7s %7s %9s %9s %8s %6s\n' case algorithm ran 'MB/s' units bound \
+  meas/bnd tree/ring predicted 'sim err' drops
 for gpus in $subsets; do
   if ! mesh_up "$prefix" "$gpus" "$work"; then
     echo "topo_mesh: cannot build the mesh of GPUs $gpus" >&2
@@ -102,15 +117,17 @@ for gpus in $subsets; do
       allreduce) bound=$(json_get "$work/bounds.json" 'round(d["allreduce"]["units"], 3)') ;;
       *) echo "topo_mesh: unknown collective $coll" >&2; exit 2 ;;
     esac
-    "$grove" plan "$coll" --topo "$work/mesh.json" --size "$size" -r 0 --json \
+    env "${geometry[@]}" "$grove" plan "$coll" --topo "$work/mesh.json" --size "$size" -r 0 --json \
+      --fifo-depth "${GROVE_FIFO_DEPTH:-4}" \
       >"$work/plan.json" 2>"$work/plan.err" ||
       echo "topo_mesh: grove plan $coll failed: $(head -c 300 "$work/plan.err")" >&2
     rootarg=()
     [[ $coll == broadcast ]] && rootarg=(-r 0)
     declare -A rate=()
-    for mode in trees ring; do
+    for mode in $modes; do
       name="$coll.$mode"
-      mesh_job "$name" 900 "$work" GROVE_TOPO_FILE="$work/mesh.json" GROVE_DEBUG=INFO \
+      drops_before=$(mesh_drops "$prefix")
+      mesh_job "$name" 900 "$work" GROVE_TOPO_FILE="$work/mesh.json" GROVE_DEBUG=INFO "${geometry[@]}" \
         GROVE_ALGO="$(algo_env "$mode" "$coll")" -- \
         "$grove" perf "$coll" -b "$size" -e "$size" -n "$iters" -w "$warmup" -c 0 -a 3 -t 1 "${rootarg[@]}"
       if ((${#MESH_FAILED[@]})); then
@@ -137,8 +154,9 @@ for gpus in $subsets; do
           err = p > 0 ? sprintf("%+.0f%%", (p / t - 1) * 100) : "-"
           print ratio, speed, pred, err
         }')
-      row=$(printf '%-22s %-11s %-10s %9s %7s %7s %7s %9s %9s %8s' "$label $coll" "$mode" \
-        "${ran:-?}" "$mbps" "$units" "${bound:--}" "$ratio" "$speedup" "$pred" "$err")
+      drops=$(($(mesh_drops "$prefix") - drops_before))
+      row=$(printf '%-22s %-11s %-10s %9s %7s %7s %7s %9s %9s %8s %6s' "$label $coll" "$mode" \
+        "${ran:-?}" "$mbps" "$units" "${bound:--}" "$ratio" "$speedup" "$pred" "$err" "$drops")
       echo "$row"
       rows+=("$row")
     done
@@ -148,4 +166,4 @@ for gpus in $subsets; do
 done
 echo "# MB/s and predicted: algbw in MB/s; units: algbw in NVLink units; bound: NVLink-only flow"
 echo "# bound in units; tree/ring on the ring row: trees' algbw over the ring's; sim err: predicted"
-echo "# time over measured time - 1."
+echo "# time over measured time - 1; drops: packets the tbf queues dropped during the run."

@@ -8,11 +8,17 @@
 // allows (largest t with λ(G − t·T) ≥ λ − t, a binary search: that function is monotone),
 // so identical trees come out merged and the number of growth phases stays at most the
 // number of distinct trees. Everything is integral: the rates are exact and sum to λ.
+// The trees are then made shallow (packing_depth.cpp: parent links exchanged between trees
+// or moved onto spare capacity), since a deep tree pipelines badly.
 //
 // Everything else — real-valued capacities, routes through switches, allreduce trees and
-// RS+AG trees — is a fractional packing LP (packing_lp.cpp) or, for graphs with thousands of
-// arcs, multiplicative weights (packing_reduce.cpp), followed by the reduction to few trees.
+// RS+AG trees — is a fractional packing LP (packing_lp.cpp), pruned of its lightest trees
+// (packing_prune.cpp), or, for graphs with thousands of arcs, multiplicative weights
+// (packing_reduce.cpp); then the reduction to few trees. (RS+AG from the root-wise exact
+// packings scaled by one exact factor was tried and removed: its 48 equal trees on all 8
+// GPUs of a DGX-1V ran slower on the emulated mesh than the LP's, and it cost 6 ms.)
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
@@ -33,6 +39,10 @@ constexpr int kLpMaxRows = 400;      // the dense LP beyond: multiplicative weig
 constexpr int kLpMaxRsAgRanks = 16;  // RS+AG prices one oracle per root per pivot
 constexpr int kWeightRounds = 24;    // multiplicative-weights rounds (large graphs)
 constexpr double kWeightEpsilon = 0.3;
+constexpr int64_t kFlattenMaxTrees = 64;  // unit trees the depth search rearranges
+// LP packings drop their lightest trees while the re-solved rate stays within this share of
+// the optimum (packing_prune.cpp): 32 → 30 RS+AG trees on all 8 GPUs of a DGX-1V.
+constexpr double kPruneSlack = 0.005;
 
 void checkRoot(const topo::Topology& topology, int rootRank, const char* function) {
   const int n = topology.rankCount();
@@ -145,6 +155,43 @@ LinkTree growTree(const RankGraph& graph, const FlowCheck& check, int root,
   return tree;
 }
 
+// The exact packing made shallow (packing_depth.cpp) when it has at most kFlattenMaxTrees
+// unit trees: split into unit trees, flattened, identical trees merged again (in order of
+// first appearance). `spare` is the capacity the trees leave unused.
+std::vector<std::pair<LinkTree, int64_t>> shallow(const RankGraph& graph, int root,
+                                                  std::vector<int64_t> spare,
+                                                  std::vector<std::pair<LinkTree, int64_t>> trees) {
+  int64_t units = 0;
+  for (const auto& [tree, times] : trees) units += times;
+  if (units > kFlattenMaxTrees) return trees;
+  std::vector<LinkTree> unit;
+  for (const auto& [tree, times] : trees) unit.insert(unit.end(), static_cast<size_t>(times), tree);
+  packing_detail::flattenArborescences(graph, root, spare, unit);
+  std::vector<std::pair<LinkTree, int64_t>> merged;
+  for (const LinkTree& tree : unit) {
+    auto same = std::find_if(merged.begin(), merged.end(),
+                             [&](const auto& entry) { return entry.first == tree; });
+    if (same != merged.end()) {
+      ++same->second;
+    } else {
+      merged.emplace_back(tree, 1);
+    }
+  }
+  return merged;
+}
+
+// Whether every link is one arc of a whole number of link units (the exact packer's domain;
+// arcs no link uses, such as a slow switch port, do not matter).
+bool integralLinks(const RankGraph& graph, const topo::Topology& topology) {
+  if (!graph.direct || !(topology.unitGBps > 0)) return false;
+  for (const packing_detail::Link& link : graph.links) {
+    const double ratio = graph.capacity[static_cast<size_t>(link.arcs.front())];
+    const double rounded = std::round(ratio);
+    if (rounded < 1 || std::fabs(ratio - rounded) > 1e-9 * std::max(1.0, ratio)) return false;
+  }
+  return true;
+}
+
 Packing exactArborescences(const RankGraph& graph, const topo::Topology& topology, int root,
                            const PackOptions& options) {
   std::vector<int64_t> capacity;
@@ -182,6 +229,7 @@ Packing exactArborescences(const RankGraph& graph, const topo::Topology& topolog
     lambda -= low;
     trees.emplace_back(tree, low);
   }
+  trees = shallow(graph, root, capacity, std::move(trees));
   if (static_cast<int>(trees.size()) > std::max(1, options.maxTrees)) {
     std::vector<WeightedTree> weighted;
     for (const auto& [tree, times] : trees) {
@@ -252,7 +300,7 @@ Packing packArborescences(const topo::Topology& topology, int rootRank,
   checkRoot(topology, rootRank, "packArborescences");
   if (topology.rankCount() == 1) return singleRank(rootRank);
   const RankGraph graph = packing_detail::buildRankGraph(topology, options.allowSwitches);
-  if (graph.direct && topology.integral() && graph.ranks <= kExactMaxRanks) {
+  if (integralLinks(graph, topology) && graph.ranks <= kExactMaxRanks) {
     return exactArborescences(graph, topology, rootRank, options);
   }
   std::vector<WeightedTree> trees =
@@ -275,7 +323,10 @@ Packing packSpanningTrees(const topo::Topology& topology, int rootRank,
           : packing_detail::packByWeights(graph, {rootRank}, true, kWeightRounds, kWeightEpsilon)
                 .front();
   if (trees.empty()) return emptyPacking();
-  return packing_detail::reduce(graph, {rootRank}, {trees}, options.maxTrees, false, true).front();
+  std::vector<std::vector<WeightedTree>> groups{std::move(trees)};
+  if (lpFits(graph, 0)) packing_detail::pruneTrees(graph, groups, false, true, kPruneSlack);
+  return packing_detail::reduce(graph, {rootRank}, std::move(groups), options.maxTrees, false, true)
+      .front();
 }
 
 std::vector<Packing> packRsAg(const topo::Topology& topology, const PackOptions& options) {
@@ -293,6 +344,9 @@ std::vector<Packing> packRsAg(const topo::Topology& topology, const PackOptions&
           : packing_detail::packByWeights(graph, roots, false, n > 128 ? 1 : 3, kWeightEpsilon);
   for (const std::vector<WeightedTree>& group : groups) {
     if (group.empty()) return std::vector<Packing>(static_cast<size_t>(n), emptyPacking());
+  }
+  if (n <= kLpMaxRsAgRanks && lpFits(graph, n)) {
+    packing_detail::pruneTrees(graph, groups, true, false, kPruneSlack);
   }
   return packing_detail::reduce(graph, roots, std::move(groups), options.maxTrees, true, false);
 }

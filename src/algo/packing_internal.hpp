@@ -7,6 +7,7 @@
 // port share its bandwidth, exactly as the executor's messages will.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <utility>
@@ -109,6 +110,13 @@ struct WeightedTree {
   double rate = 0;
 };
 
+/// Makes a packing of unit arborescences from `root` shallow without changing the arcs it
+/// loads beyond `spare` (per link, the capacity no tree uses; updated): moves a rank's
+/// parent link between two trees or onto a spare link while that lowers the depth profile
+/// (deepest tree, then trees at each depth, then the sum of depths). packing_depth.cpp.
+void flattenArborescences(const RankGraph& graph, int root, std::vector<int64_t>& spare,
+                          std::vector<LinkTree>& trees);
+
 /// The reduction step: per group (a root's trees) merges identical trees, keeps the largest
 /// (at most `maxTrees`, dropping the smallest while they sum to under 0.5% of the group's
 /// total), optionally scales the groups to the smallest group total (`equalTotals`, RS+AG),
@@ -120,6 +128,13 @@ std::vector<Packing> reduce(const RankGraph& graph, const std::vector<int>& root
                             bool equalTotals, bool bothWays);
 /// The links of `tree` followed by the same links reversed (the reduce direction).
 LinkTree withReverse(const RankGraph& graph, const LinkTree& tree);
+
+/// Drops the lightest trees one at a time while re-solving the rates of the trees left (the
+/// packing LP restricted to them) keeps the total — or with `equalTotals` the common total of
+/// all groups — within `slack` of the optimum over all of them; each group keeps at least one
+/// tree. `bothWays` as for reduce(). Rates come out re-solved. packing_prune.cpp.
+void pruneTrees(const RankGraph& graph, std::vector<std::vector<WeightedTree>>& groups,
+                bool equalTotals, bool bothWays, double slack);
 
 /// Column generation for a single root's arborescences (`spanning` false) or for allreduce
 /// spanning trees (`spanning` true); the result before reduction.

@@ -23,6 +23,11 @@
 #
 # Units: MESH_UNIT_MBIT (default 100) Mbit/s per NVLink, MESH_PCIE_MBIT (default UNIT/2) per
 # PCIe port; the JSON's unit_gbps is UNIT in GB/s, so bounds come out in NVLink units.
+# MESH_QUEUE_MS (default 1000): each tbf queue in ms. NVLink is lossless, so the emulation
+# must not drop either: at 20 ms a 32 MiB all-8 broadcast lost 2092 packets in the tbf queues
+# (TCP retransmits and stalls), at 100 ms an all-8 allreduce still lost 30–130 (its ~30
+# connections per link each keep up to FIFO depth × tile in flight); at 1000 ms none
+# (mesh_drops counts them). MESH_MTU (default 65520): the veths' MTU (see mesh_shape).
 # Addresses come from 198.18.0.0/15 (reserved for benchmarks) and exist only inside these
 # namespaces. Namespace names start with a prefix unique to the shell ("gmh<pid>");
 # the first mesh_up installs netns.sh's traps, so everything made is deleted on exit, error
@@ -136,12 +141,20 @@ mesh_json() {
 }
 
 # Shapes DEV in namespace NS (egress) to RATE_MBIT. The bucket holds >= 10 ms of traffic
-# (tbf needs burst >= rate / HZ) and the queue 20 ms, enough for TCP to fill the link.
+# and at least two packets (tbf needs burst >= rate / HZ and >= the MTU); the queue holds
+# MESH_QUEUE_MS (1000), so that the many connections of a packed-tree plan sharing one link
+# never overflow it (no drops). The MTU (MESH_MTU, default 65520) is a veth's largest: with
+# 1500-byte packets TCP/IP headers take ~5 % of each link (a lone 1-link broadcast reached
+# 0.95 of λ), which NVLink, whose unit is payload bandwidth, does not lose; and every packet
+# costs the 2 shared CPUs work in the kernel.
 mesh_shape() {
-  local ns=$1 dev=$2 mbit=$3 burst
+  local ns=$1 dev=$2 mbit=$3 burst mtu=${MESH_MTU:-65520}
   burst=$((mbit * 1000000 / 8 / 100))
+  ((burst < 2 * mtu)) && burst=$((2 * mtu))
   ((burst < 32768)) && burst=32768
-  tc -n "$ns" qdisc replace dev "$dev" root tbf rate "${mbit}mbit" burst "$burst" latency 20ms
+  ip -n "$ns" link set dev "$dev" mtu "$mtu" &&
+    tc -n "$ns" qdisc replace dev "$dev" root tbf rate "${mbit}mbit" burst "$burst" \
+      latency "${MESH_QUEUE_MS:-1000}ms"
 }
 
 _mesh_up_pair() {
@@ -203,6 +216,18 @@ mesh_up() {
     return 1
   fi
   mesh_json >"$dir/mesh.json" && mesh_json nvlink >"$dir/mesh-nvlink.json"
+}
+
+# Prints the packets the tbf queues of the mesh under PREFIX dropped since it was built (sum
+# over every shaped device; 0 means the run was lossless, as NVLink is).
+mesh_drops() {
+  local prefix=$1 ns sum=0 d
+  for ns in $(netns_list "$prefix"); do
+    for d in $(tc -s -n "$ns" qdisc show 2>/dev/null | awk '/dropped/ { gsub(",", "", $7); print $7 }'); do
+      sum=$((sum + d))
+    done
+  done
+  echo "$sum"
 }
 
 # Deletes namespaces left by an earlier shell that died without cleaning up (SIGKILL):

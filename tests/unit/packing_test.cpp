@@ -2,7 +2,7 @@
 // DGX-1V (197 of them) the arborescences reach λ exactly from every root and the allreduce
 // trees reach the better of σ and RS+AG within 1%; every packing is checked to be made of
 // spanning trees that fit the capacities together. Also DGX-1P, switch fabrics, real-valued
-// capacities and the degenerate one- and two-rank cases.
+// capacities, the degenerate one- and two-rank cases, and the pruning of LP packings.
 #include "algo/packing.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "algo/packing_internal.hpp"
 #include "grove/error.hpp"
 #include "topo/bounds.hpp"
 #include "topo/topology.hpp"
@@ -183,6 +184,117 @@ TEST(Packing, ReferenceRowsOfTheDgx1v) {
   const topo::Topology t = topo::fromSpec("dgx1v");
   EXPECT_NEAR(packSpanningTrees(t, 0).total.units, 24.0 / 7, 0.01 * 24 / 7);
   EXPECT_NEAR(8 * packRsAg(t).front().total.units / 2, 24.0 / 7, 0.01 * 24 / 7);
+}
+
+size_t treeCount(const std::vector<Packing>& packings) {
+  size_t count = 0;
+  for (const Packing& packing : packings) count += packing.trees.size();
+  return count;
+}
+
+// The LP's optima carry slivers (one tree per tight arc); the packer drops the lightest trees
+// while the re-solved rate stays within 0.5% of the optimum. All 8 GPUs of a DGX-1V: the
+// RS+AG LP has 32 trees and the spanning LP 15; pruned, 30 and 14.
+TEST(Packing, LpPackingsArePruned) {
+  const topo::Topology t = topo::fromSpec("dgx1v");
+  const std::vector<Packing> rsag = packRsAg(t);
+  EXPECT_EQ(treeCount(rsag), 30u);
+  EXPECT_GE(8 * checkRsAg(t, rsag, "dgx1v rsag") / 2, 0.995 * 24 / 7);
+  const Packing spanning = packSpanningTrees(t, 0);
+  EXPECT_EQ(spanning.trees.size(), 14u);
+  checkTrees(t, spanning, 0, true, "dgx1v spanning");
+  EXPECT_GE(spanning.total.units, 0.995 * 24 / 7);
+}
+
+// pruneTrees directly: on a 3-rank full mesh of unit links, root 0 broadcasts at λ = 2 over
+// B = 0→1→2 and C = 0→2→1 (rate 1 each). Given a sliver A = 0→1, 0→2 as well, pruning drops
+// A (the re-solve still reaches 2) and then stops: without B or C only 1 is left.
+TEST(Packing, PruneTreesDropsSliversAndResolvesRates) {
+  using packing_detail::LinkTree;
+  using packing_detail::WeightedTree;
+  const topo::Topology t = topo::fromSpec("mesh:3");
+  const packing_detail::RankGraph graph = packing_detail::buildRankGraph(t, false);
+  const LinkTree a{-1, graph.link(0, 1), graph.link(0, 2)};
+  const LinkTree b{-1, graph.link(0, 1), graph.link(1, 2)};
+  const LinkTree c{-1, graph.link(2, 1), graph.link(0, 2)};
+  std::vector<std::vector<WeightedTree>> groups{
+      {WeightedTree{a, 0.1}, WeightedTree{b, 0.9}, WeightedTree{c, 0.9}}};
+  packing_detail::pruneTrees(graph, groups, false, false, 0.0);
+  ASSERT_EQ(groups.size(), 1u);
+  ASSERT_EQ(groups[0].size(), 2u);
+  EXPECT_EQ(groups[0][0].links, b);
+  EXPECT_EQ(groups[0][1].links, c);
+  EXPECT_NEAR(groups[0][0].rate, 1.0, 1e-9);
+  EXPECT_NEAR(groups[0][1].rate, 1.0, 1e-9);
+  // One tree per group is never dropped, whatever the slack (nor re-solved: reduce() scales).
+  std::vector<std::vector<WeightedTree>> single{{WeightedTree{a, 0.5}}};
+  packing_detail::pruneTrees(graph, single, false, false, 1.0);
+  ASSERT_EQ(single[0].size(), 1u);
+  EXPECT_EQ(single[0][0].rate, 0.5);
+}
+
+int deepest(const Packing& packing) {
+  int most = 0;
+  for (const Tree& tree : packing.trees) {
+    for (size_t v = 0; v < tree.parent.size(); ++v) {
+      int depth = 0;
+      for (int x = static_cast<int>(v); tree.parent[static_cast<size_t>(x)] >= 0;
+           x = tree.parent[static_cast<size_t>(x)]) {
+        ++depth;
+      }
+      most = std::max(most, depth);
+    }
+  }
+  return most;
+}
+
+// Trees pipeline their data over tiles, so depth costs time: the exact packer flattens its
+// trees. From GPU 0 of a DGX-1V, depth 3 is impossible (every rank's six in-links are all
+// used; an exhaustive search finds no packing of depth-3 trees), and the packer reaches 4;
+// Lovász's greedy growth alone gave a path of depth 7.
+TEST(Packing, ExactArborescencesAreShallow) {
+  const topo::Topology v = topo::fromSpec("dgx1v");
+  const Packing fromZero = packArborescences(v, 0);
+  EXPECT_EQ(fromZero.trees.size(), 6u);
+  EXPECT_EQ(fromZero.total.value, topo::Rational(6));
+  EXPECT_EQ(deepest(fromZero), 4);
+  for (int root = 0; root < 8; ++root) {
+    EXPECT_LE(deepest(packArborescences(v, root)), 5) << "dgx1v root " << root;
+    EXPECT_EQ(deepest(packArborescences(topo::fromSpec("dgx1p"), root)), 3) << "dgx1p " << root;
+  }
+  EXPECT_EQ(deepest(packArborescences(topo::fromSpec("dgx1v:0,3,4,7"), 0)), 3);
+  EXPECT_LE(deepest(packArborescences(topo::fromSpec("dgx1v:0,1,2,4,5"), 0)), 4);
+}
+
+// The emulated mesh's topology: the NVLinks plus a PCIe switch whose ports are half a link
+// unit. The trees use rank-to-rank links only, and those are integral, so the packing is
+// still the exact one (not the LP's many fractional trees).
+TEST(Packing, SlowSwitchPortsKeepThePackingExact) {
+  std::string links;
+  for (int a = 0; a < 8; ++a) {
+    for (int b = a + 1; b < 8; ++b) {
+      if (kDgx1Links[a][b] == 0) continue;
+      links += "{\"from\": " + std::to_string(a) + ", \"to\": " + std::to_string(b) +
+               ", \"gbps\": 25, \"count\": " + std::to_string(kDgx1Links[a][b]) + "},";
+    }
+  }
+  for (int r = 0; r < 8; ++r) {
+    links += "{\"from\": " + std::to_string(r) + ", \"to\": \"pcie\", \"gbps\": 12.5}";
+    links += r < 7 ? "," : "";
+  }
+  std::string vertices;
+  for (int r = 0; r < 8; ++r) vertices += "{\"rank\": " + std::to_string(r) + "},";
+  const topo::Topology t =
+      topo::readJson(R"({"name": "mesh", "unit_gbps": 25, "vertices": [)" + vertices +
+                     R"({"name": "pcie", "switch": true}], "links": [)" + links + "]}");
+  ASSERT_FALSE(t.integral());
+  const Packing packing = packArborescences(t, 0);
+  ASSERT_TRUE(packing.total.exact);
+  EXPECT_EQ(packing.total.value, topo::Rational(6));
+  EXPECT_EQ(packing.trees.size(), 6u);
+  EXPECT_EQ(deepest(packing), 4);
+  checkExactSum(packing, "mesh");
+  checkTrees(t, packing, 0, false, "mesh");
 }
 
 TEST(Packing, Dgx1pAllEight) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -288,6 +289,29 @@ TEST(Simulator, RejectsRankCountMismatchMissingRouteAndDeadlock) {
   stuck[0].channels[0].steps.insert(stuck[0].channels[0].steps.begin(), recv(1, out(0)));
   stuck[1].channels[0].steps.push_back(send(0, in(0)));
   EXPECT_EQ(codeOf(stuck, fullMesh(2, 1, 0)), ErrorCode::kInvalidArgument);
+}
+
+// Selection simulates with the executor's geometry: GROVE_SLOT_BYTES and GROVE_FIFO_DEPTH
+// when set (as Config reads them), the defaults otherwise or when malformed.
+TEST(SelectTopology, SimOptionsFollowTheExecutorsGeometry) {
+  const algo::CostParams params;
+  ::unsetenv("GROVE_SLOT_BYTES");
+  ::unsetenv("GROVE_FIFO_DEPTH");
+  model::SimOptions options = algo::selectionSimOptions(params, nullptr);
+  EXPECT_EQ(options.tileBytes, size_t{256 * 1024});
+  EXPECT_EQ(options.fifoDepth, 4);
+  ::setenv("GROVE_SLOT_BYTES", "65536", 1);
+  ::setenv("GROVE_FIFO_DEPTH", "16", 1);
+  options = algo::selectionSimOptions(params, nullptr);
+  EXPECT_EQ(options.tileBytes, size_t{65536});
+  EXPECT_EQ(options.fifoDepth, 16);
+  ::setenv("GROVE_SLOT_BYTES", "64k", 1);
+  ::setenv("GROVE_FIFO_DEPTH", "1", 1);  // below Config's minimum of 2
+  options = algo::selectionSimOptions(params, nullptr);
+  EXPECT_EQ(options.tileBytes, size_t{256 * 1024});
+  EXPECT_EQ(options.fifoDepth, 4);
+  ::unsetenv("GROVE_SLOT_BYTES");
+  ::unsetenv("GROVE_FIFO_DEPTH");
 }
 
 TEST(SelectTopology, SizeBucketsAreQuarterOctaves) {
