@@ -28,7 +28,7 @@
 #   SIZE            bytes per call (default 64M: each call also pays a fixed ~50-100 ms on
 #                   the 2 shared cores that the simulator does not model, which at 32M cost
 #                   the 8-rank trees ~10 % of their rate); ITERS / WARMUP: grove perf -n / -w
-#                   (2 / 1)
+#                   (default 5 / 1: with -n 2 the fixed cost of one call still showed)
 #   SUBSETS         space-separated GPU lists (default "0,1,4 0,2,3 0,3,4,7 0,1,2,4,5 all")
 #   COLLECTIVES     default "broadcast allreduce"
 #   MODES           default "trees ring" (one of them to measure only that row)
@@ -46,7 +46,7 @@ source "$root/tests/netns/mesh.sh"
 
 grove=${1:-$root/build/bin/grove}
 size=${SIZE:-64M}
-iters=${ITERS:-2}
+iters=${ITERS:-5}
 warmup=${WARMUP:-1}
 subsets=${SUBSETS:-"0,1,4 0,2,3 0,3,4,7 0,1,2,4,5 all"}
 collectives=${COLLECTIVES:-"broadcast allreduce"}
