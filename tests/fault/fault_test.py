@@ -102,12 +102,15 @@ class Trial:
                 self.early.append(line.strip())  # e.g. "init-error ...", for the report
         return True
 
-    def finish(self, limit):
-        """Waits for every process (killing what outlives `limit`); returns {rank: (out, err,
-        status)}; status None means it had to be killed."""
+    def finish(self, limit, stopped=None):
+        """Waits for every process but `stopped` (killing what outlives `limit`), then kills
+        and reaps `stopped`; returns {rank: (out, err, status)} of the others; status None
+        means it had to be killed."""
         deadline = time.monotonic() + limit
         results = {}
         for rank, p in enumerate(self.procs):
+            if rank == stopped:
+                continue
             try:
                 out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
                 results[rank] = (out, err, p.returncode)
@@ -115,6 +118,9 @@ class Trial:
                 p.kill()
                 out, err = p.communicate()
                 results[rank] = (out, err, None)
+        if stopped is not None:
+            self.procs[stopped].send_signal(signal.SIGKILL)
+            self.procs[stopped].communicate()
         return results
 
     def kill_all(self):
@@ -250,20 +256,7 @@ def case_stop():
             continue
         victim = 1
         trial.procs[victim].send_signal(signal.SIGSTOP)
-        others = [p for r, p in enumerate(trial.procs) if r != victim]
-        outputs = {}
-        for rank, p in enumerate(trial.procs):
-            if rank == victim:
-                continue
-            try:
-                out, err = p.communicate(timeout=2 * timeout + 5)
-                outputs[rank] = (out, err, p.returncode)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                out, err = p.communicate()
-                outputs[rank] = (out, err, None)
-        trial.procs[victim].send_signal(signal.SIGKILL)
-        trial.procs[victim].communicate()
+        outputs = trial.finish(2 * timeout + 5, stopped=victim)
         named = False
         for rank, (out, err, status) in outputs.items():
             m = [ERROR_LINE.match(l) for l in out.splitlines()]
@@ -300,20 +293,8 @@ def case_heartbeat():
     victim = 1
     trial.procs[victim].send_signal(signal.SIGSTOP)
     stopped_ns = time.monotonic_ns()
-    outputs = {}
-    for rank, p in enumerate(trial.procs):
-        if rank == victim:
-            continue
-        try:
-            # Well under GROVE_TIMEOUT: only heartbeats can end the call this early.
-            out, err = p.communicate(timeout=timeout / 2)
-            outputs[rank] = (out, err, p.returncode)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, err = p.communicate()
-            outputs[rank] = (out, err, None)
-    trial.procs[victim].send_signal(signal.SIGKILL)
-    trial.procs[victim].communicate()
+    # Well under GROVE_TIMEOUT: only heartbeats can end the calls this early.
+    outputs = trial.finish(timeout / 2, stopped=victim)
     heartbeat_named = False
     slowest = 0.0
     for rank, (out, err, status) in outputs.items():
