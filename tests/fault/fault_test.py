@@ -57,6 +57,11 @@ def fail(message):
     sys.stderr.write("fault_test: FAIL: %s\n" % message)
 
 
+def text(out, err):
+    """A rank's (stdout, stderr) bytes as text."""
+    return out.decode(errors="replace"), err.decode(errors="replace")
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -85,7 +90,7 @@ class Trial:
             argv = [CHECK, collective, str(size)] + ([str(iterations)] if iterations else [])
             self.procs.append(subprocess.Popen(argv, env=env,
                                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                               stderr=subprocess.PIPE, text=True))
+                                               stderr=subprocess.PIPE, bufsize=0))
 
     def wait_ready(self, limit):
         """True when every rank printed 'ready' within `limit` seconds."""
@@ -94,7 +99,9 @@ class Trial:
             while True:
                 if time.monotonic() > deadline:
                     return False
-                line = p.stdout.readline()
+                # Unbuffered: readline() must not read ahead, or lines printed right after
+                # "ready" would sit in a buffer that communicate() never looks at.
+                line = p.stdout.readline().decode(errors="replace")
                 if not line:
                     return False
                 if line.startswith("ready"):
@@ -112,11 +119,11 @@ class Trial:
             if rank == stopped:
                 continue
             try:
-                out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
+                out, err = text(*p.communicate(timeout=max(0.1, deadline - time.monotonic())))
                 results[rank] = (out, err, p.returncode)
             except subprocess.TimeoutExpired:
                 p.kill()
-                out, err = p.communicate()
+                out, err = text(*p.communicate())
                 results[rank] = (out, err, None)
         if stopped is not None:
             self.procs[stopped].send_signal(signal.SIGKILL)
@@ -130,7 +137,7 @@ class Trial:
                 p.kill()
         report = list(self.early)
         for rank, p in enumerate(self.procs):
-            out, err = p.communicate()
+            out, err = text(*p.communicate())
             report.append("rank %d (status %s): %s %s" %
                           (rank, p.returncode, out.strip()[-300:], err.strip()[-600:]))
         return "\n".join(report)

@@ -115,7 +115,7 @@ std::vector<std::byte> runCase(Communicator& comm, const Case& c) {
   std::vector<std::byte> input = scatter ? makeIntegrityInput(c.type, c.op, me, n * c.count)
                                          : makeIntegrityInput(c.type, c.op, me, c.count);
   GuardedBuffer send(sendBytes);
-  std::memcpy(send.data(), input.data(), sendBytes);
+  if (sendBytes > 0) std::memcpy(send.data(), input.data(), sendBytes);  // count 0: no data()
   GuardedBuffer recv(block);
   GuardedBuffer temp(block);  // reduce's output out of place
   std::byte* result = c.inPlace ? (scatter ? send.data() + me * block : send.data()) : recv.data();

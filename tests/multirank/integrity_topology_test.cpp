@@ -198,7 +198,7 @@ std::vector<std::byte> runCase(Communicator& comm, const Case& c,
   GuardedBuffer send(sendBytes);
   GuardedBuffer recv(recvBytes);
   GuardedBuffer temp(block);  // reduce's output out of place
-  std::memcpy(send.data(), input.data(), sendBytes);
+  if (sendBytes > 0) std::memcpy(send.data(), input.data(), sendBytes);  // count 0: no data()
   const CallOptions options{c.algorithm};
   std::byte* result = recv.data();
   try {
@@ -221,7 +221,7 @@ std::vector<std::byte> runCase(Communicator& comm, const Case& c,
       case Kind::kAllGather: {
         const std::byte* source = send.data();
         if (c.inPlace) {
-          std::memcpy(recv.data() + me * block, input.data(), block);
+          if (block > 0) std::memcpy(recv.data() + me * block, input.data(), block);
           source = recv.data() + me * block;
         }
         comm.allGather(source, recv.data(), c.count, c.type, options);
