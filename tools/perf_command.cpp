@@ -116,12 +116,9 @@ perf::Options validate(const PerfArgs& args, bool stepFactorGiven) {
       bootstrap::detectLaunch([](const char* name) { return std::getenv(name); }).has_value();
   o.combine = static_cast<perf::TimeCombine>(args.average);
   o.blocking = args.blocking;
-  if (args.registered != 0) {
-    reject(
-        fmt::format("-R/--registered: {} is not supported (expected 0: grove perf does not "
-                    "register buffers yet)",
-                    args.registered));
-  }
+  requireRange("-R/--registered", args.registered, 0, 1,
+               "0 ordinary buffers, 1 buffers from grove::allocate");
+  o.registered = args.registered;
   // Under a launcher the rank count is the job's, known once the communicator exists; the
   // runner checks the root then.
   if (perf::hasRoot(o.collective) && (args.root < 0 || (args.root >= o.nranks && !launched))) {
@@ -195,7 +192,8 @@ void addPerfCommand(CLI::App& app) {
                   "(grove calls block)")
       ->capture_default_str();
   cmd->add_option("-R,--registered", args->registered,
-                  "Buffer registration; only 0 is supported for now")
+                  "Buffers: 0 ordinary memory, 1 registered (grove::allocate: read in place "
+                  "by the other ranks of this host)")
       ->capture_default_str();
   cmd->add_option("-A,--algo", args->algorithm,
                   "Algorithm for every call (CallOptions::algorithm), e.g. ring, tree; "

@@ -56,6 +56,9 @@ struct Options {
   int nranks = 1;  ///< -t: ranks, as threads of this process.
   TimeCombine combine = TimeCombine::kMean;
   int blocking = 0;
+  /// -R: 1 = send and receive buffers from grove::allocate (registered memory, which the
+  /// other ranks on this host can read in place); 0 = ordinary memory.
+  int registered = 0;
   std::string algorithm;  ///< -A: CallOptions::algorithm for every call; empty = grove chooses.
   std::string jsonPath;   ///< -J: where to write the JSON report; empty = none.
 };

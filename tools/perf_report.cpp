@@ -46,9 +46,9 @@ void printHeader(std::FILE* out, const Options& options, const std::vector<RankL
              toString(options.collective), GROVE_VERSION_STRING);
   fmt::print(out,
              "# nThread {} nGpus 1 minBytes {} maxBytes {} step: {} warmup iters: {} iters: {} "
-             "agg iters: 1 validation: {} graph: 0\n",
+             "agg iters: 1 validation: {} graph: 0 registered: {}\n",
              options.nranks, options.minBytes, options.maxBytes, step, options.warmupIters,
-             options.iters, options.check);
+             options.iters, options.check, options.registered);
   fmt::print(out, "# Algorithm: {}  Time: {} over ranks (-a {})\n",
              options.algorithm.empty() ? "chosen by grove" : options.algorithm,
              kCombineNames[static_cast<int>(options.combine)], static_cast<int>(options.combine));
@@ -113,6 +113,7 @@ nlohmann::json toJson(const Options& options, const std::vector<Row>& rows,
   config["root"] = options.root;
   config["average"] = static_cast<int>(options.combine);
   config["algorithm"] = options.algorithm;
+  config["registered"] = options.registered;
   nlohmann::json types = nlohmann::json::array();
   for (DataType type : options.types) types.push_back(std::string(grove::toString(type)));
   config["datatypes"] = types;

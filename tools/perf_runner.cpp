@@ -3,7 +3,8 @@
 // in-place run, each one untimed call, a barrier, `iters` timed calls, and `check` checking
 // calls on freshly initialised (and poisoned) buffers. Each rank times its own loop; the
 // ranks' times are combined per -a and their wrong-element counts summed. Buffers are
-// allocated once for the largest size.
+// allocated once for the largest size: ordinary memory, or with -R 1 memory from
+// grove::allocate (nccl-tests' -R: registered buffers, which peers on this host read in place).
 #include "perf_runner.hpp"
 
 #include <fmt/format.h>
@@ -24,6 +25,7 @@
 #include "bootstrap/launch.hpp"
 #include "core/comm_state.hpp"
 #include "grove/communicator.hpp"
+#include "grove/memory.hpp"
 #include "perf_data.hpp"
 #include "perf_report.hpp"
 
@@ -100,6 +102,36 @@ plan::Collective planCollective(Collective collective) {
   return plan::Collective::kAllReduce;
 }
 
+/// One send or receive buffer of a rank, allocated once for the largest size: ordinary
+/// (AlignedBuffer) or registered (grove::allocate, -R 1). Both are pre-faulted and filled with
+/// the poison byte.
+class PerfBuffer {
+ public:
+  PerfBuffer(size_t bytes, bool registered) {
+    if (!registered) {
+      ordinary_ = AlignedBuffer(bytes);
+      data_ = ordinary_.data();
+      return;
+    }
+    // allocate(0) is an error; a run of empty calls still gets a buffer.
+    registered_ = static_cast<std::byte*>(allocate(std::max<size_t>(bytes, 1)));
+    data_ = registered_;
+    poison(data_, bytes);
+  }
+  ~PerfBuffer() {
+    if (registered_ != nullptr) deallocate(registered_);
+  }
+  PerfBuffer(const PerfBuffer&) = delete;
+  PerfBuffer& operator=(const PerfBuffer&) = delete;
+
+  std::byte* data() const { return data_; }
+
+ private:
+  AlignedBuffer ordinary_;
+  std::byte* registered_ = nullptr;
+  std::byte* data_ = nullptr;
+};
+
 /// One rank's side of the measurement.
 class RankRunner {
  public:
@@ -109,8 +141,8 @@ class RankRunner {
         comm_(comm),
         rank_(comm.rank()),
         nranks_(comm.size()),
-        sendBuffer_(options_.maxBytes),
-        recvBuffer_(options_.maxBytes) {
+        sendBuffer_(options_.maxBytes, options_.registered != 0),
+        recvBuffer_(options_.maxBytes, options_.registered != 0) {
     callOptions_.algorithm = options_.algorithm;
   }
 
@@ -270,8 +302,8 @@ class RankRunner {
   Communicator& comm_;
   const int rank_;
   const int nranks_;
-  AlignedBuffer sendBuffer_;
-  AlignedBuffer recvBuffer_;
+  PerfBuffer sendBuffer_;
+  PerfBuffer recvBuffer_;
   CallOptions callOptions_;
   DataType type_ = DataType::kFloat32;
   ReduceOp op_ = ReduceOp::kSum;

@@ -246,6 +246,18 @@ GROVE_API groveResult_t groveGroupStart(void);
  *  when no group is open. */
 GROVE_API groveResult_t groveGroupEnd(void);
 
+/** Allocates `size` bytes of zero-filled, page-aligned memory that the other ranks of a
+ *  communicator on this host can read in place (ncclMemAlloc's role; grove::allocate in
+ *  C++): large single-host allreduce, reducescatter, allgather and broadcast over such
+ *  buffers read each peer's data once, without a copy through a FIFO. Ordinary buffers
+ *  still work everywhere. groveInvalidArgument when ptr is NULL or size is 0;
+ *  groveSystemError when the system refuses the memory. */
+GROVE_API groveResult_t groveMemAlloc(void** ptr, size_t size);
+
+/** Frees memory from groveMemAlloc; NULL is ignored. groveInvalidArgument for a pointer that
+ *  groveMemAlloc did not return (or that was freed already). */
+GROVE_API groveResult_t groveMemFree(void* ptr);
+
 /** A short description of `result`, e.g. "invalid argument". Never NULL. */
 GROVE_API const char* groveGetErrorString(groveResult_t result);
 

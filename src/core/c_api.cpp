@@ -26,6 +26,7 @@
 #include "core/c_api_internal.hpp"
 #include "core/config.hpp"
 #include "core/process_bootstrap.hpp"
+#include "grove/memory.hpp"
 #include "grove/types.hpp"
 #include "grove/version.hpp"
 #include "transport/tcp/interfaces.hpp"
@@ -168,6 +169,17 @@ groveResult_t groveGetVersion(int* version) {
     requireNonNull(version, "version");
     *version = GROVE_VERSION_CODE;
   });
+}
+
+groveResult_t groveMemAlloc(void** ptr, size_t size) {
+  return guarded("groveMemAlloc", [&] {
+    requireNonNull(ptr, "ptr");
+    *ptr = grove::allocate(size);
+  });
+}
+
+groveResult_t groveMemFree(void* ptr) {
+  return guarded("groveMemFree", [&] { grove::deallocate(ptr); });
 }
 
 groveResult_t groveGetUniqueId(groveUniqueId* uniqueId) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/comm_state.hpp"
+#include "core/memory_registry.hpp"
 #include "core/signature_check.hpp"
 #include "core/validate.hpp"
 #include "exec/message_tag.hpp"
@@ -231,6 +232,29 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
     op->stageBytes = sendElems * es;
   }
   if (call.options != nullptr) op->timeout = call.options->timeout;
+  const size_t callBytes = std::max(sendElems, recvElems) * es;
+  // A forced algorithm (CallOptions or GROVE_ALGO) means a plan: the user asked for one.
+  const bool algorithmForced = !call.options->algorithm.empty() || !state.config().algo.empty();
+  if (state.config().direct && !algorithmForced && n > 1 && exec::directSupports(call.collective) &&
+      callBytes >= state.config().directMinBytes && state.transport().peerMemory() != nullptr) {
+    // Same on every rank (count, collective, settings, transport kind): every rank starts
+    // with the direct path's hellos, which say whether it can run (exec/direct.hpp).
+    op->direct = true;
+    exec::DirectCall& direct = op->directCall;
+    direct.collective = call.collective;
+    direct.rank = rank;
+    direct.nranks = n;
+    direct.root = rooted ? call.root : -1;
+    direct.count = count;
+    direct.type = call.type;
+    direct.op = call.op;
+    direct.input = sendElems > 0 ? static_cast<const char*>(call.sendbuf) : nullptr;
+    direct.output = static_cast<char*>(call.recvbuf);
+    direct.inputDescriptor = describeBuffer(direct.input, sendElems * es);
+    direct.outputDescriptor = describeBuffer(direct.output, recvElems * es);
+    direct.tag = tag;
+    direct.allowCopies = state.config().directCopies;
+  }
   if (checkSignatures) state.submit(makeSignatureCheck(state, tag, op));
   return state.submit(op);
 }

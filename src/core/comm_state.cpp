@@ -155,6 +155,15 @@ std::shared_ptr<Operation> CommState::groupEnd() {
 void CommState::start(Operation& op) {
   op.started = true;
   if (tracer_ != nullptr) op.traceStartNs = exec::traceNowNs();
+  if (op.direct) {
+    op.directCall.staging = scratch(exec::DirectExecution::stagingBytes());
+    op.directExecution.start(op.directCall, *transport_);
+    return;
+  }
+  startPlan(op);
+}
+
+void CommState::startPlan(Operation& op) {
   if (op.plan == nullptr) {
     for (Transfer& transfer : op.transfers) {
       transfer.fifo = transfer.isSend ? &transport_->sendFifo(transfer.peer, 0)
@@ -232,8 +241,32 @@ exec::Progress CommState::advanceTransfers(Operation& op) {
   return moved ? exec::Progress::kMoved : exec::Progress::kBlocked;
 }
 
+exec::Progress CommState::advanceDirect(Operation& op) {
+  exec::Progress progress = op.directExecution.advance();
+  if (progress == exec::Progress::kFailed) {
+    op.message = op.directExecution.error();
+    op.error = op.directExecution.errorCode();
+    return progress;
+  }
+  if (progress != exec::Progress::kDone) return progress;
+  if (op.directExecution.declined()) {
+    // Every rank saw the same hellos and declines alike: run the plan.
+    if (!directDeclineLogged_) {
+      log::info(rank_, "direct: {} declined: {}; it runs its plan (logged once)", op.describe(),
+                op.directExecution.declineReason());
+      directDeclineLogged_ = true;
+    }
+    op.direct = false;
+    startPlan(op);
+    return advance(op);
+  }
+  op.algorithm = exec::kDirectAlgorithm;
+  return progress;
+}
+
 exec::Progress CommState::advance(Operation& op) {
   if (!op.started) start(op);
+  if (op.direct) return advanceDirect(op);
   if (op.plan == nullptr) return advanceTransfers(op);
   exec::Progress progress = op.execution.advance();
   if (progress == exec::Progress::kFailed) {
@@ -282,6 +315,7 @@ bool CommState::poll() {
 }
 
 std::string CommState::waitDescription(const Operation& op) const {
+  if (op.direct) return op.directExecution.waitDescription();
   if (op.plan == nullptr) {
     for (const Transfer& t : op.transfers) {
       if (t.messages == 0 || t.moved < t.bytes) {

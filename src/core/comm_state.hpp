@@ -89,7 +89,10 @@ class CommState {
 
  private:
   void start(Operation& op);
+  void startPlan(Operation& op);
   exec::Progress advance(Operation& op);
+  /// A direct operation (exec/direct.hpp); starts its plan when the ranks decline.
+  exec::Progress advanceDirect(Operation& op);
   exec::Progress advanceTransfers(Operation& op);
   void fail(Operation& op, ErrorCode code, const std::string& message);
   /// GROVE_CHECK: the signatures `check` gathered differ (`message` says how): fails it and
@@ -128,6 +131,7 @@ class CommState {
   size_t scratchBytes_ = 0;
 
   std::unique_ptr<Tracer> tracer_;  ///< GROVE_TRACE, or nullptr.
+  bool directDeclineLogged_ = false;
 
   std::atomic<bool> aborted_{false};
   std::atomic<bool> revoked_{false};

@@ -53,6 +53,11 @@ Config Config::fromEnvironment() {
   if (const char* rank = getenv("GROVE_FAULT_RANK"); rank != nullptr && *rank != '\0') {
     config.faultRank = static_cast<int>(readNumber("GROVE_FAULT_RANK", 0, 0, 1u << 30));
   }
+  const uint64_t direct = readNumber("GROVE_DIRECT", 1, 0, 2);
+  config.direct = direct >= 1;
+  config.directCopies = direct == 2;
+  config.directMinBytes =
+      readNumber("GROVE_DIRECT_MIN_BYTES", config.directMinBytes, 1, uint64_t{1} << 50);
   if (const char* trace = getenv("GROVE_TRACE")) config.tracePath = trace;
   config.traceSteps = readNumber("GROVE_TRACE_STEPS", config.traceSteps, 1, 1u << 26);
   return config;

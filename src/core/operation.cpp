@@ -19,6 +19,8 @@ void Operation::reset() {
   outputExtents.clear();
   stageFrom = nullptr;
   stageBytes = 0;
+  direct = false;
+  directCall = {};
   transfers.clear();
   signatureCheck = false;
   checkedCall.reset();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/direct.hpp"
 #include "exec/executor.hpp"
 #include "grove/error.hpp"
 #include "grove/types.hpp"
@@ -54,6 +55,11 @@ class Operation {
   const char* stageFrom = nullptr;  ///< In-place allToAll: input to copy into scratch first.
   size_t stageBytes = 0;
   exec::Execution execution;
+  // A collective that reads its peers' buffers in place (exec/direct.hpp) instead of running
+  // `plan` — unless the ranks' hellos show that one of them cannot, and the plan runs after.
+  bool direct = false;
+  exec::DirectCall directCall;
+  exec::DirectExecution directExecution;
 
   // A point-to-point batch.
   std::vector<Transfer> transfers;

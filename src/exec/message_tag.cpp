@@ -27,6 +27,7 @@ std::string typeName(uint8_t type) {
 
 std::string algorithmName(uint32_t tag) {
   if (tag == 0) return "none";
+  if (tag == algorithmTag(kDirectAlgorithm)) return std::string(kDirectAlgorithm);
   for (const algo::Algorithm& algorithm : algo::algorithms()) {
     if (algorithmTag(algorithm.name) == tag) return std::string(algorithm.name);
   }

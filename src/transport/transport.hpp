@@ -16,6 +16,7 @@
 
 #include "transport/doorbell.hpp"
 #include "transport/fifo.hpp"
+#include "transport/peer_memory.hpp"
 
 namespace grove::transport {
 
@@ -54,6 +55,10 @@ class Transport {
   /// How many ranks of this communicator run on this host (this one included): with the
   /// number of CPUs it tells whether waiting ranks may spin or must give their core away.
   virtual int ranksOnThisHost() const = 0;
+
+  /// Reading peers' memory in place (zero-copy single-host collectives), or nullptr when
+  /// this transport cannot (some peer is on another host).
+  virtual PeerMemory* peerMemory() { return nullptr; }
 
   /// This rank's doorbell: peers ring it when they publish data or free space for it.
   virtual Doorbell& doorbell() = 0;

@@ -86,5 +86,9 @@ void checkReductions(Communicator& comm, Checker& check);
 void checkMovement(Communicator& comm, Checker& check);
 /// allToAllv, send/recv in groups, barrier, async calls, split (check_groups.cpp).
 void checkGroups(Communicator& comm, Checker& check);
+/// allReduce, reduceScatter, allGather and broadcast over grove::allocate memory, sub-buffers
+/// of it and mixes with ordinary memory; allocate/allReduce/deallocate rounds
+/// (check_registered.cpp). Run instead of the others by `process_check registered`.
+void checkRegistered(Communicator& comm, Checker& check);
 
 }  // namespace grove::proc

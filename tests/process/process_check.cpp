@@ -1,6 +1,7 @@
 // process_check: one rank of a multi-process job that runs every collective and checks every
 // value exactly. Started by any launcher (`grove run`, torchrun-style variables, mpirun,
-// srun); joins through Communicator::fromEnv().
+// srun); joins through Communicator::fromEnv(). `process_check registered` runs the
+// registered-memory suite (check_registered.cpp) instead of the others.
 //
 // Why a program and not a GoogleTest: the point is the processes — the launcher's variables,
 // the rendezvous store, shared memory or TCP between address spaces — so each rank must be a
@@ -105,8 +106,16 @@ std::vector<uint8_t> reductionExpected(int nranks, size_t count, DataType type, 
 
 }  // namespace grove::proc
 
-int main() {
+int main(int argc, char** argv) {
   using grove::Communicator;
+  // `process_check registered` runs the registered-memory suite alone; no argument runs the
+  // others.
+  const std::string suite = argc > 1 ? argv[1] : "";
+  if (!suite.empty() && suite != "registered") {
+    std::fprintf(stderr, "process_check FAILED: unknown suite '%s' (expected none or registered)\n",
+                 suite.c_str());
+    return 1;
+  }
   grove::Communicator comm;
   try {
     comm = Communicator::fromEnv();
@@ -116,9 +125,13 @@ int main() {
   }
   grove::proc::Checker check(comm.rank());
   try {
-    grove::proc::checkReductions(comm, check);
-    grove::proc::checkMovement(comm, check);
-    grove::proc::checkGroups(comm, check);
+    if (suite == "registered") {
+      grove::proc::checkRegistered(comm, check);
+    } else {
+      grove::proc::checkReductions(comm, check);
+      grove::proc::checkMovement(comm, check);
+      grove::proc::checkGroups(comm, check);
+    }
     check.step = "final barrier";
     comm.barrier();
   } catch (const std::exception& e) {

@@ -15,6 +15,12 @@ no /dev/shm/grove-<job>-* entry of the case's job may remain.
 Usage:
   process_test.py --grove GROVE --check PROCESS_CHECK CASE ARGS...
     check N [--tcp]           grove run -n N -- process_check
+    registered N [--default] [--copies] [--tcp] [--expect-direct]
+                              grove run -n N -- process_check registered, with
+                              GROVE_DIRECT_MIN_BYTES=1 (--default: unset) and GROVE_TRACE;
+                              --copies: GROVE_DIRECT=2; --expect-direct: the traces must
+                              show the direct path (every non-empty call with --copies;
+                              some call without)
     perf N COLLECTIVE FLAGS   grove run -n N -- grove perf COLLECTIVE -t 1 ... FLAGS
     launcher NAME N           N processes with NAME's variables (torchrun openmpi mpich slurm)
     mpirun NAME N             the real mpirun.openmpi / mpirun.mpich, skipped if not installed
@@ -22,6 +28,7 @@ Usage:
                               port_in_use
 """
 import argparse
+import json
 import os
 import tempfile
 import random
@@ -179,6 +186,102 @@ def case_check(args):
     elif transports != {want_transport}:
         show("grove run", proc.stdout, proc.stderr)
         fail("transports %s, expected %s" % (sorted(transports), want_transport))
+    check_leftovers(jobs)
+
+
+DIRECT_COLLECTIVES = {"allreduce", "reducescatter", "allgather", "broadcast"}
+# With the default GROVE_DIRECT_MIN_BYTES, calls moving at least this much must run direct
+# (the default is to be chosen between 64 KiB and 1 MiB); smaller ones may go either way.
+DEFAULT_SURELY_DIRECT = 4 << 20
+
+
+def trace_calls(directory, n):
+    """{rank: [call args]} from the GROVE_TRACE files trace-<rank>.json in `directory`."""
+    calls = {}
+    for rank in range(n):
+        path = os.path.join(directory, "trace-%d.json" % rank)
+        try:
+            with open(path) as f:
+                trace = json.load(f)
+        except (OSError, ValueError) as e:
+            fail("rank %d's trace %s: %s" % (rank, path, e))
+            continue
+        if trace["otherData"].get("dropped_calls", 0) != 0:
+            fail("rank %d's trace dropped %s calls" % (rank, trace["otherData"]["dropped_calls"]))
+        calls[rank] = [dict(e["args"], name=e["name"].split(" #")[0])
+                       for e in trace["traceEvents"] if e.get("cat") == "call"]
+    return calls
+
+
+def moved_bytes(call, n):
+    """max(send, receive) bytes of a traced call (its `bytes` is count x element size)."""
+    if call["name"] in ("reducescatter", "allgather"):
+        return call["bytes"] * n
+    return call["bytes"]
+
+
+def case_registered(args):
+    n = int(args[0])
+    default, tcp, expect_direct = ("--default" in args[1:], "--tcp" in args[1:],
+                                   "--expect-direct" in args[1:])
+    # --copies: GROVE_DIRECT=2, so calls whose buffers are partly ordinary memory go direct
+    # too (through process_vm_readv); without it they run their plans.
+    copies = "--copies" in args[1:]
+    directory = tempfile.mkdtemp(prefix="grove-registered-")
+    extra = {"GROVE_TRACE": os.path.join(directory, "trace-%r.json")}
+    if tcp:
+        extra["GROVE_TRANSPORT"] = "tcp"
+    if not default:
+        extra["GROVE_DIRECT_MIN_BYTES"] = "1"
+    env = base_env(extra, timeout=120)
+    env.pop("GROVE_DIRECT", None)
+    if copies:
+        env["GROVE_DIRECT"] = "2"
+    if default:
+        env.pop("GROVE_DIRECT_MIN_BYTES", None)
+    proc = subprocess.run([GROVE, "run", "-n", str(n), "--", CHECK, "registered"], env=env,
+                          text=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=580)
+    lines = [OK_LINE.match(l) for l in proc.stdout.splitlines()]
+    ranks = sorted(int(m.group(1)) for m in lines if m)
+    jobs = {m.group(5) for m in lines if m}
+    transports = {m.group(3) for m in lines if m}
+    want_transport = "tcp" if tcp else "shm"
+    if proc.returncode != 0 or ranks != list(range(n)) or len(jobs) != 1:
+        show("grove run", proc.stdout, proc.stderr)
+        fail("grove run -n %d process_check registered: exit status %d, ok lines from ranks %s"
+             % (n, proc.returncode, ranks))
+    elif transports != {want_transport}:
+        show("grove run", proc.stdout, proc.stderr)
+        fail("transports %s, expected %s" % (sorted(transports), want_transport))
+    else:
+        calls = trace_calls(directory, n)
+        direct = 0
+        for rank, records in sorted(calls.items()):
+            for call in records:
+                if call["failed"]:
+                    fail("rank %d: traced call failed: %s" % (rank, call))
+                ran_direct = call["algorithm"] == "direct"
+                direct += ran_direct
+                moved = moved_bytes(call, n)
+                if call["name"] not in DIRECT_COLLECTIVES or tcp:
+                    must, may = False, False
+                elif default or not copies:
+                    # Calls over partly ordinary memory decline (GROVE_DIRECT=1); the
+                    # all-registered ones must show up below.
+                    must, may = False, moved > 0
+                else:
+                    must, may = moved > 0, moved > 0
+                if expect_direct and ((must and not ran_direct) or (ran_direct and not may)):
+                    fail("rank %d: %s of %d bytes ran %r, expected %s" % (
+                        rank, call["name"], moved, call["algorithm"],
+                        "direct" if must else "not direct"))
+                    break
+        print("process_test: %d of %d traced calls ran direct" % (
+            direct, sum(len(c) for c in calls.values())))
+        if expect_direct and not tcp and direct == 0:
+            fail("no call ran direct (the all-registered calls of at least %d bytes must)"
+                 % DEFAULT_SURELY_DIRECT)
+    shutil.rmtree(directory, ignore_errors=True)
     check_leftovers(jobs)
 
 
@@ -367,7 +470,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--grove", required=True)
     parser.add_argument("--check", required=True)
-    parser.add_argument("case", choices=["check", "perf", "launcher", "mpirun", "bad"])
+    parser.add_argument("case",
+                        choices=["check", "registered", "perf", "launcher", "mpirun", "bad"])
     parser.add_argument("args", nargs=argparse.REMAINDER)
     options = parser.parse_args()
     GROVE, CHECK = os.path.abspath(options.grove), os.path.abspath(options.check)

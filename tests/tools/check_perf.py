@@ -44,9 +44,10 @@ def parse_bytes(text):
 def parse_flags(args):
     """The subset of grove perf's flags that decides which rows appear."""
     flags = {"collective": args[0], "b": "32M", "e": "32M", "f": "1", "i": "1M", "t": "1",
-             "d": "float", "o": "sum", "r": "0", "c": "1"}
+             "d": "float", "o": "sum", "r": "0", "c": "1", "R": "0"}
     names = {"--minbytes": "b", "--maxbytes": "e", "--stepfactor": "f", "--stepbytes": "i",
-             "--nthreads": "t", "--datatype": "d", "--op": "o", "--root": "r", "--check": "c"}
+             "--nthreads": "t", "--datatype": "d", "--op": "o", "--root": "r", "--check": "c",
+             "--registered": "R"}
     i = 1
     while i < len(args):
         a = args[i]
@@ -106,6 +107,9 @@ def check_table(stdout, flags):
     if not any(re.match(r"# nThread %s nGpus 1 minBytes \d+ maxBytes \d+ " % flags["t"], l)
                for l in lines):
         fail("nThread header line missing", stdout)
+    if not any(l.startswith("# nThread ") and l.endswith(" registered: %s" % flags["R"])
+               for l in lines):
+        fail("the nThread header line does not end with 'registered: %s'" % flags["R"], stdout)
     ranks = [l for l in lines if re.match(r"#\s+Rank\s+\d+ Group\s+0 Pid\s+\d+ on .* transport", l)]
     if len(ranks) != int(flags["t"]):
         fail("expected %s '# Rank' lines, found %d" % (flags["t"], len(ranks)), stdout)
@@ -157,6 +161,9 @@ def check_json(path, rows, flags):
                     fail("JSON %s lacks '%s': %s" % (place, key, res))
             if res[place]["wrong"] != 0:
                 fail("JSON reports wrong values: %s" % res)
+    if report["config"].get("registered") != int(flags["R"]):
+        fail("JSON config says registered %r, expected %s" % (report["config"].get("registered"),
+                                                              flags["R"]))
     summary = report["summary"]
     if summary["out_of_bounds"] != 0 or not summary["ok"] or summary["rows"] != len(rows):
         fail("JSON summary is wrong: %s" % summary)

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -65,6 +66,19 @@ class InprocWorld {
   std::map<std::pair<uint64_t, int>, PendingSplit> splits_;
 };
 
+/// Threads share one address space: a peer's buffer is read at its own address.
+class SharedAddressSpace final : public PeerMemory {
+ public:
+  bool canReadAllPeers() override { return true; }
+  bool mapsAnyMemory() const override { return true; }
+  const char* map(int, const BufferDescriptor& buffer) override {
+    return reinterpret_cast<const char*>(buffer.address);
+  }
+  void read(int, uint64_t address, void* to, size_t bytes) override {
+    std::memcpy(to, reinterpret_cast<const void*>(address), bytes);
+  }
+};
+
 /// One rank's view of an InprocWorld.
 class InprocTransport final : public Transport {
  public:
@@ -77,6 +91,7 @@ class InprocTransport final : public Transport {
   Fifo& recvFifo(int peer, int lane) override { return world_->fifo(peer, rank_, lane); }
   int ranksOnThisHost() const override { return world_->size(); }
   Doorbell& doorbell() override { return world_->doorbell(rank_); }
+  PeerMemory* peerMemory() override { return &sharedAddressSpace_; }
   using Transport::abort;
   void abort(const FailureInfo& info) override { world_->markFailed(rank_, info); }
   int failedPeer() const override { return world_->failedRank(rank_); }
@@ -95,6 +110,7 @@ class InprocTransport final : public Transport {
  private:
   std::shared_ptr<InprocWorld> world_;
   int rank_;
+  SharedAddressSpace sharedAddressSpace_;
 };
 
 }  // namespace grove::transport

@@ -59,6 +59,10 @@ ProcessTransport::ProcessTransport(ProcessTransportSetup setup) : setup_(std::mo
     tcp_ = std::make_unique<TcpLinks>(*setup_.store, tcp, doorbell());
   }
   self_ = std::make_shared<InprocWorld>(1, setup_.geometry);
+  if (remote.empty()) {
+    std::vector<bool> isLocal(static_cast<size_t>(setup_.size), true);
+    peerMemory_ = std::make_unique<ProcessPeerMemory>(me, shm_.get(), std::move(isLocal));
+  }
   name_ = shm_ && tcp_ ? "shm+tcp" : tcp_ ? "tcp" : "shm";
   std::vector<int> shmPeers;
   for (int q : local) {
@@ -95,6 +99,8 @@ Fifo& ProcessTransport::recvFifo(int peer, int lane) {
   }
   throw Error(ErrorCode::kInternalError, "grove: unknown peer kind");
 }
+
+PeerMemory* ProcessTransport::peerMemory() { return peerMemory_.get(); }
 
 Doorbell& ProcessTransport::doorbell() { return shm_ ? shm_->doorbell() : *localBell_; }
 

@@ -8,6 +8,7 @@
 
 #include "bootstrap/store.hpp"
 #include "transport/inproc/inproc_transport.hpp"
+#include "transport/process/process_peer_memory.hpp"
 #include "transport/shm/shm_domain.hpp"
 #include "transport/tcp/tcp_links.hpp"
 #include "transport/transport.hpp"
@@ -46,6 +47,8 @@ class ProcessTransport final : public Transport {
   Fifo& recvFifo(int peer, int lane) override;
   int ranksOnThisHost() const override { return localRanks_; }
   Doorbell& doorbell() override;
+  /// Only when every peer is on this host.
+  PeerMemory* peerMemory() override;
   using Transport::abort;
   void abort(const FailureInfo& info) override;
   int failedPeer() const override;
@@ -63,6 +66,7 @@ class ProcessTransport final : public Transport {
   std::unique_ptr<ShmDomain> shm_;
   std::unique_ptr<Doorbell> localBell_;  ///< When no shared-memory peer exists.
   std::unique_ptr<TcpLinks> tcp_;
+  std::unique_ptr<ProcessPeerMemory> peerMemory_;  ///< When every peer is local.
   std::shared_ptr<InprocWorld> self_;  ///< FIFOs to this rank itself (grouped self send/recv).
 };
 

@@ -113,6 +113,7 @@ ShmDomain::Impl::Impl(ShmOptions opts) : options(std::move(opts)) {
   node = reinterpret_cast<NodeHeader*>(nodeMapping.base());
   node->pid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
   node->pidNamespace = pidNamespace;
+  node->ownerAddress = reinterpret_cast<uint64_t>(node);
   node->magic = kNodeMagic;
   node->ready.store(1, std::memory_order_release);
   if (localCount == 1) shm::unlinkSegment(nodeName);  // nobody will ever map it
@@ -199,6 +200,19 @@ void ShmDomain::abort(const FailureInfo& info) {
     if (NodeHeader* peer = s.peers[r].load(std::memory_order_acquire)) forceRing(peer->bell);
   }
   forceRing(s.node->bell);  // a thread of this rank sleeping on its own doorbell
+}
+
+std::optional<PeerProcess> ShmDomain::peerProcess(int peer) {
+  if (peer < 0 || peer >= impl_->options.size || !impl_->isLocal[peer] ||
+      peer == impl_->options.rank) {
+    return std::nullopt;
+  }
+  shm::NodeHeader& header = impl_->peerNode(peer);
+  if (!impl_->watchPid[peer]) return std::nullopt;  // Its pid means nothing here.
+  const auto* base = reinterpret_cast<const char*>(&header);
+  const auto* pidField = reinterpret_cast<const char*>(&header.pid);
+  return PeerProcess{header.pid.load(std::memory_order_relaxed),
+                     header.ownerAddress + static_cast<uint64_t>(pidField - base)};
 }
 
 int ShmDomain::failedPeer() const {

@@ -9,9 +9,12 @@
 // removeJobSegments() removes what a killed process left behind.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +42,14 @@ struct ShmOptions {
 /// geometry. Connecting (the first sendFifo/recvFifo with a peer) waits up to
 /// `options.timeout` for the peer's node segment to appear, but never for the peer to
 /// connect the same FIFO, so ranks may connect in any order.
+/// A local peer's process, for reading its memory (transport/peer_memory.hpp).
+struct PeerProcess {
+  pid_t pid = -1;
+  /// Where that process keeps its own pid (in its node segment), as a probe: reading it
+  /// with process_vm_readv and finding `pid` shows that its memory can be read.
+  uint64_t pidAddress = 0;
+};
+
 class ShmDomain {
  public:
   /// Creates this rank's node segment. Throws kInvalidArgument for inconsistent options and
@@ -57,6 +68,9 @@ class ShmDomain {
   /// peer's geometry differs.
   Fifo& sendFifo(int peer, int lane);
   Fifo& recvFifo(int peer, int lane);
+  /// The process of local peer `peer` (mapping its node segment on first use, like
+  /// connecting), or nullopt when it is not a local peer or lives in another pid namespace.
+  std::optional<PeerProcess> peerProcess(int peer);
   /// Marks this rank failed where local peers see it, publishing `info` (origin and cause,
   /// sanitized; only the first call's info is kept) in its node segment, and rings their
   /// doorbells (the peers this rank has connected with; others see the flag at their next

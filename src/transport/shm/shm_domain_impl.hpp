@@ -44,6 +44,9 @@ struct NodeHeader {
   uint32_t failureUsageError;  // FailureInfo::usageError
   uint32_t failureCauseBytes;
   char failureCause[FailureInfo::kMaxCauseBytes];
+  // Where this header lies in its owner's address space: a peer reads the owner's `pid`
+  // there with process_vm_readv to learn whether it may read the owner's memory at all.
+  uint64_t ownerAddress;
 };
 static_assert(sizeof(NodeHeader) <= kPageBytes);
 
