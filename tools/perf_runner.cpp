@@ -174,8 +174,9 @@ class RankRunner {
           if (reducing) row.op = op;
           row.root = root;
           row.nranks = nranks_;
-          if (rank_ == 0) row.algorithm = algorithmName(shape);
           row.outOfPlace = measure(pattern, shape, false, ++salt);
+          // What the calls ran (the direct path is decided per call, not by the selection).
+          if (rank_ == 0) row.algorithm = algorithmName(shape);
           row.inPlace = measure(pattern, shape, true, ++salt);
           if (rank_ == 0) {
             std::fprintf(shared_.out, "%s\n", formatRow(row).c_str());
@@ -279,9 +280,12 @@ class RankRunner {
     return m;
   }
 
-  /// The algorithm grove runs for this shape (the communicator's cached choice).
+  /// The algorithm the latest call of this shape ran (or else the communicator's choice).
   std::string algorithmName(const Shape& shape) {
     if (options_.collective == Collective::kSendRecv) return "p2p";
+    if (std::string_view ran = comm_.state().lastAlgorithm(); !ran.empty()) {
+      return std::string(ran);
+    }
     plan::PlanRequest request;
     request.collective = planCollective(options_.collective);
     request.nranks = nranks_;

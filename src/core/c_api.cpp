@@ -174,6 +174,10 @@ groveResult_t groveGetVersion(int* version) {
 groveResult_t groveMemAlloc(void** ptr, size_t size) {
   return guarded("groveMemAlloc", [&] {
     requireNonNull(ptr, "ptr");
+    if (size == 0) {
+      throw grove::Error(grove::ErrorCode::kInvalidArgument,
+                         "groveMemAlloc: size is 0 (expected at least 1 byte)");
+    }
     *ptr = grove::allocate(size);
   });
 }

@@ -303,6 +303,7 @@ bool CommState::poll() {
     }
     if (progress == exec::Progress::kDone) {
       op.state = Operation::State::kDone;
+      if (op.plan != nullptr && !op.signatureCheck) lastAlgorithm_ = op.algorithm;
       if (tracer_ != nullptr) traceCall(op);
       queue_.pop_front();
       moved = true;

@@ -79,6 +79,9 @@ class CommState {
   bool revoked() const { return revoked_.load(std::memory_order_acquire); }
   ErrorCode asyncError() const { return asyncError_; }
 
+  /// The algorithm (or "direct") of the latest collective that completed; empty before one.
+  std::string_view lastAlgorithm() const { return lastAlgorithm_; }
+
   uint64_t nextSequence() { return ++sequence_; }
   /// Numbers collective calls (not send/recv, which involve only some ranks): every rank
   /// gives the same call the same number, which its messages carry (MessageTag::call).
@@ -132,6 +135,7 @@ class CommState {
 
   std::unique_ptr<Tracer> tracer_;  ///< GROVE_TRACE, or nullptr.
   bool directDeclineLogged_ = false;
+  std::string_view lastAlgorithm_;
 
   std::atomic<bool> aborted_{false};
   std::atomic<bool> revoked_{false};

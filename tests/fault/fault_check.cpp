@@ -12,6 +12,8 @@
 //
 // Usage: fault_check COLLECTIVE BYTES [ITERATIONS]
 //        (allreduce broadcast allgather reducescatter alltoall)
+// With FAULT_CHECK_REGISTERED=1 the buffers come from grove::allocate, so large calls take
+// the direct path (peers read this rank's buffers in place) and a death lands in it.
 #include <time.h>
 
 #include <cstdint>
@@ -23,6 +25,7 @@
 
 #include "grove/communicator.hpp"
 #include "grove/error.hpp"
+#include "grove/memory.hpp"
 
 namespace {
 
@@ -32,8 +35,34 @@ int64_t monotonicNs() {
   return static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
 }
 
+// `elements` int32 values, from grove::allocate or the heap.
+class Buffer {
+ public:
+  Buffer(size_t elements, int32_t value, bool registered) : registered_(registered) {
+    if (registered_) {
+      data_ = static_cast<int32_t*>(grove::allocate(elements * sizeof(int32_t)));
+    } else {
+      heap_.resize(elements);
+      data_ = heap_.data();
+    }
+    for (size_t i = 0; i < elements; ++i) data_[i] = value;
+  }
+  ~Buffer() {
+    if (registered_) grove::deallocate(data_);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  int32_t* data() { return data_; }
+  int32_t operator[](size_t i) const { return data_[i]; }
+
+ private:
+  bool registered_;
+  std::vector<int32_t> heap_;
+  int32_t* data_ = nullptr;
+};
+
 // Every element of the result must equal `expected`.
-bool allEqual(const std::vector<int32_t>& values, size_t count, int32_t expected) {
+bool allEqual(const Buffer& values, size_t count, int32_t expected) {
   for (size_t i = 0; i < count; ++i) {
     if (values[i] != expected) return false;
   }
@@ -72,8 +101,10 @@ int main(int argc, char** argv) {
     grove::Communicator comm = grove::Communicator::fromEnv();
     const int rank = comm.rank();
     const int n = comm.size();
-    std::vector<int32_t> in(count * n, rank + 1);
-    std::vector<int32_t> out(count * n, 0);
+    const char* registered = std::getenv("FAULT_CHECK_REGISTERED");
+    const bool useRegistered = registered != nullptr && std::string(registered) == "1";
+    Buffer in(count * n, rank + 1, useRegistered);
+    Buffer out(count * n, 0, useRegistered);
     // Announce readiness after two calls: connections are made on first use, and the trial
     // is about failures in the middle of the traffic, not during connection set-up.
     for (uint64_t iteration = 0;; ++iteration) {
