@@ -155,6 +155,11 @@ std::shared_ptr<Operation> CommState::groupEnd() {
 void CommState::start(Operation& op) {
   op.started = true;
   if (tracer_ != nullptr) op.traceStartNs = exec::traceNowNs();
+  if (op.direct && directCallsToSkip_ > 0) {
+    // A recent direct call declined: skip the hellos for a while (see advanceDirect).
+    --directCallsToSkip_;
+    op.direct = false;
+  }
   if (op.direct) {
     op.directCall.staging = scratch(exec::DirectExecution::stagingBytes());
     op.directExecution.start(op.directCall, *transport_);
@@ -256,6 +261,12 @@ exec::Progress CommState::advanceDirect(Operation& op) {
                 op.directExecution.declineReason());
       directDeclineLogged_ = true;
     }
+    // The next calls would most likely decline too (the same buffers, the same peers), and
+    // each decline costs a round of hellos: skip the direct path for the next
+    // kDirectCallsSkippedAfterDecline calls that could take it, then ask again. Operations
+    // start in the same order on every rank and every rank declined this one, so every rank
+    // skips the same calls.
+    directCallsToSkip_ = kDirectCallsSkippedAfterDecline;
     op.direct = false;
     startPlan(op);
     return advance(op);

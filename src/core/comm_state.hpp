@@ -135,6 +135,8 @@ class CommState {
 
   std::unique_ptr<Tracer> tracer_;  ///< GROVE_TRACE, or nullptr.
   bool directDeclineLogged_ = false;
+  static constexpr int kDirectCallsSkippedAfterDecline = 15;
+  int directCallsToSkip_ = 0;
   std::string_view lastAlgorithm_;
 
   std::atomic<bool> aborted_{false};

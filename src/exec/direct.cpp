@@ -35,6 +35,9 @@ struct Hello {
 constexpr size_t kMappedTileBytes = 64 * 1024;
 constexpr size_t kCopiedTileBytes = 256 * 1024;
 constexpr int kStagingTiles = 3;  // two operands of the first combine, and the own input
+// Allreduce goes in rounds of this many bytes of share per rank: a peer copies a share while
+// it is still in the cache of the rank that just reduced it, instead of from memory.
+constexpr size_t kRoundShareBytes = 512 * 1024;
 
 }  // namespace
 
@@ -58,6 +61,13 @@ void DirectExecution::start(const DirectCall& call, transport::Transport& transp
     peers_[q].recv = &transport.recvFifo(q, 0);
   }
   phase_ = Phase::kHello;
+  rounds_ = 0;
+  if (call.collective == Collective::kAllReduce) {
+    roundElems_ = std::max<size_t>(1, kRoundShareBytes / elementBytes_) * call.nranks;
+    rounds_ = static_cast<uint32_t>((call.count + roundElems_ - 1) / roundElems_);
+  }
+  round_ = 0;
+  roundReduced_ = false;
   declined_ = false;
   declineReason_ = {};
   copiedPeers_ = 0;
@@ -91,8 +101,7 @@ bool DirectExecution::sendToAll(uint32_t message) {
       std::memcpy(slot, &hello, sizeof hello);
       bytes = sizeof hello;
     } else {
-      const bool last = call_.collective != Collective::kAllReduce || message == 2;
-      *static_cast<uint8_t*>(slot) = last ? kDone : kReduced;
+      *static_cast<uint8_t*>(slot) = message <= rounds_ ? kReduced : kDone;
     }
     peer.send->commit(bytes, call_.tag);
     ++peer.sent;
@@ -114,10 +123,9 @@ bool DirectExecution::receive(int q, uint8_t* kind) {
     error_ = std::move(problem);
     return false;
   }
-  const uint8_t expected = peer.received == 0 ? kHello
-                           : call_.collective == Collective::kAllReduce && peer.received == 1
-                               ? kReduced
-                               : kDone;
+  const uint8_t expected = peer.received == 0         ? kHello
+                           : peer.received <= rounds_ ? kReduced
+                                                      : kDone;
   *kind = bytes > 0 ? *static_cast<const uint8_t*>(data) : 0;
   if (*kind != expected || bytes != (expected == kHello ? sizeof(Hello) : 1)) {
     fail(ErrorCode::kInvalidUsage,
@@ -278,12 +286,8 @@ void DirectExecution::work() {
   const int me = call_.rank;
   const size_t n = static_cast<size_t>(call_.nranks);
   switch (call_.collective) {
-    case Collective::kAllReduce: {
-      const size_t begin = call_.count * me / n;
-      const size_t end = call_.count * (me + 1) / n;
-      reduceShare(begin, end, call_.output + begin * es);
-      break;
-    }
+    case Collective::kAllReduce:
+      break;  // In rounds: advanceRounds().
     case Collective::kReduceScatter:
       reduceShare(call_.count * me, call_.count * (me + 1), call_.output);
       break;
@@ -305,24 +309,44 @@ void DirectExecution::work() {
   }
 }
 
-bool DirectExecution::gatherShares() {
-  // Allreduce: share q is copied from rank q's output once q says it is reduced.
-  const size_t es = elementBytes_;
+void DirectExecution::shareOfRound(uint32_t round, int q, size_t* begin, size_t* end) const {
+  const size_t first = round * roundElems_;
+  const size_t length = std::min(roundElems_, call_.count - first);
   const size_t n = static_cast<size_t>(call_.nranks);
-  bool all = true;
-  for (int q = 0; q < call_.nranks; ++q) {
-    if (q == call_.rank || peers_[q].received > 1) continue;
-    uint8_t kind = 0;
-    if (!receive(q, &kind)) {
-      if (!error_.empty()) return false;
-      all = false;
-      continue;
+  *begin = first + length * q / n;
+  *end = first + length * (q + 1) / n;
+}
+
+bool DirectExecution::advanceRounds() {
+  // Round k: reduce this rank's share of it, say so ("reduced" message k + 1), and copy share
+  // q from rank q's output as soon as q says the same.
+  const size_t es = elementBytes_;
+  while (round_ < rounds_) {
+    size_t begin = 0;
+    size_t end = 0;
+    if (!roundReduced_) {
+      shareOfRound(round_, call_.rank, &begin, &end);
+      reduceShare(begin, end, call_.output + begin * es);
+      roundReduced_ = true;
     }
-    const size_t begin = call_.count * q / n;
-    const size_t end = call_.count * (q + 1) / n;
-    copyFrom(q, true, begin * es, (end - begin) * es, call_.output + begin * es);
+    const bool sent = sendToAll(round_ + 1);
+    bool all = true;
+    for (int q = 0; q < call_.nranks; ++q) {
+      if (q == call_.rank || peers_[q].received > round_ + 1) continue;
+      uint8_t kind = 0;
+      if (!receive(q, &kind)) {
+        if (!error_.empty()) return false;
+        all = false;
+        continue;
+      }
+      shareOfRound(round_, q, &begin, &end);
+      copyFrom(q, true, begin * es, (end - begin) * es, call_.output + begin * es);
+    }
+    if (!sent || !all) return false;
+    ++round_;
+    roundReduced_ = false;
   }
-  return all;
+  return true;
 }
 
 Progress DirectExecution::advance() {
@@ -338,16 +362,17 @@ Progress DirectExecution::advance() {
         return Progress::kDone;
       }
       work();
-      phase_ = call_.collective == Collective::kAllReduce ? Phase::kGather : Phase::kDone;
+      phase_ = call_.collective == Collective::kAllReduce ? Phase::kRounds : Phase::kDone;
     }
-    if (phase_ == Phase::kGather) {
-      const bool sent = sendToAll(1);
-      if (!gatherShares()) return error_.empty() ? Progress::kBlocked : Progress::kFailed;
-      if (!sent) return Progress::kBlocked;
+    if (phase_ == Phase::kRounds) {
+      if (!advanceRounds()) {
+        if (!error_.empty()) return Progress::kFailed;
+        return phase_ != before ? Progress::kMoved : Progress::kBlocked;
+      }
       phase_ = Phase::kDone;
     }
     if (phase_ == Phase::kDone) {
-      const uint32_t last = call_.collective == Collective::kAllReduce ? 2 : 1;
+      const uint32_t last = rounds_ + 1;
       const bool sent = sendToAll(last);
       bool all = true;
       for (int q = 0; q < call_.nranks; ++q) {
@@ -370,7 +395,7 @@ Progress DirectExecution::advance() {
 
 std::string DirectExecution::waitDescription() const {
   const char* what = phase_ == Phase::kHello    ? "its buffer descriptors"
-                     : phase_ == Phase::kGather ? "its reduced share"
+                     : phase_ == Phase::kRounds ? "its reduced share"
                                                 : "it to finish reading this rank's buffers";
   return fmt::format("receiving from rank {} (direct: waiting for {})", waitingFor_, what);
 }

@@ -8,9 +8,10 @@
 //     read all of its peers. If any rank cannot, every rank learns it from the same hellos
 //     and the call runs its plan instead (declined()), so the choice is the same everywhere.
 //  2. the work, each rank writing only its own output:
-//     * allreduce: rank r reduces share r of the elements from every rank's input (in rank
-//       order, so the result does not depend on who reduces), tells its peers ("reduced"),
-//       and copies share q from rank q's output as soon as q says it is reduced;
+//     * allreduce, in rounds of n x 512 KiB: rank r reduces share r of the round's elements
+//       from every rank's input (in rank order, so the result does not depend on who
+//       reduces), tells its peers ("reduced"), and copies share q from rank q's output as
+//       soon as q says it is reduced — while it is still in q's cache;
 //     * reducescatter: rank r reduces block r from every rank's input;
 //     * allgather: rank r copies each rank's input into block q of its output;
 //     * broadcast: every rank copies the root's input.
@@ -85,7 +86,7 @@ class DirectExecution {
   std::string waitDescription() const;
 
  private:
-  enum class Phase { kHello, kWork, kGather, kDone, kFinished };
+  enum class Phase { kHello, kRounds, kDone, kFinished };
   struct Peer {
     transport::Fifo* send = nullptr;
     transport::Fifo* recv = nullptr;
@@ -111,7 +112,10 @@ class DirectExecution {
   void reduceShare(size_t begin, size_t end, char* to);
   /// Copies [offset, offset + bytes) of rank q's input (or output) into `to`.
   void copyFrom(int q, bool output, size_t offset, size_t bytes, char* to);
-  bool gatherShares();
+  /// Allreduce's rounds; true once all are done.
+  bool advanceRounds();
+  /// Elements [*begin, *end) of the call: rank q's share of allreduce round `round`.
+  void shareOfRound(uint32_t round, int q, size_t* begin, size_t* end) const;
   void work();
   void fail(ErrorCode code, std::string message);
 
@@ -121,6 +125,10 @@ class DirectExecution {
   size_t elementBytes_ = 1;
   std::vector<Peer> peers_;  ///< By rank; this rank's entry is unused.
   Phase phase_ = Phase::kHello;
+  size_t roundElems_ = 0;  ///< Allreduce: elements per round (all shares).
+  uint32_t rounds_ = 0;    ///< Allreduce: rounds (messages 1..rounds_ say "reduced").
+  uint32_t round_ = 0;
+  bool roundReduced_ = false;  ///< This rank's share of round_ is reduced.
   bool declined_ = false;
   std::string_view declineReason_;
   int copiedPeers_ = 0;
