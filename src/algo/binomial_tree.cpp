@@ -14,10 +14,21 @@
 // reduces into its output and marks the last reduction finalize.
 //
 // Bytes on the wire: every rank receives S once, but the root sends S ceil(log2 n) times,
-// so the tree is bandwidth-poor. Its latency term is only ceil(log2 n) hops:
-//     ceil(log2 n) * (alpha + S / beta [+ S / reduceRate for reduce]),
-// which is why it wins for small messages and loses to the pipelined chain for large ones.
+// so the tree is bandwidth-poor. The root's sends leave back to back (nothing waits between
+// them), so a message reaches the last rank after only d hops of latency, d the tree's depth
+// (the most set bits of any relative rank below n: 1 on 3 ranks, 2 on 4 to 7), while the
+// root copies every tile into k = ceil(log2 n) FIFOs one after another. Like every plan it
+// moves S in ceil(S / T) tiles of at most T = min(S, CostParams::tileBytes), and every
+// further tile costs the root k more messages:
+//     (d + (tiles - 1) * k) * alpha + tiles * k * T / beta [+ T / reduceRate for reduce].
+// (Measured with bench/tune, docs/tuning.md: on 3 ranks the binomial tree beats the chain up
+// to a few KiB, on 4 the chain wins at every size.) It wins for small messages on many ranks
+// and loses to the pipelined chain for large ones; on 2 ranks the two plans are identical
+// and so are their costs.
 // One chunk per block (k = 1), one channel; tiles pipeline the rounds as well.
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <string>
 
 #include "algo/all.hpp"
@@ -31,12 +42,23 @@ using namespace build;
 
 constexpr std::string_view kName = "binomial_tree";
 
+/// Hops from the root to the deepest rank: the most set bits of a relative rank below n.
+int binomialTreeDepth(int nranks) {
+  int depth = 0;
+  for (int v = 1; v < nranks; ++v) depth = std::max(depth, std::popcount(static_cast<unsigned>(v)));
+  return depth;
+}
+
 double binomialCostUs(const plan::PlanRequest& request, const CostParams& params, bool reduce) {
   const double bytes = blockBytes(request);
   if (request.nranks == 1) return transferUs(bytes, params.reduceGBps);
-  double hopUs = params.alphaUs + transferUs(bytes, params.betaGBps);
-  if (reduce) hopUs += transferUs(bytes, params.reduceGBps);
-  return binomialTreeRounds(request.nranks) * hopUs;
+  double perByteUs = transferUs(1, params.betaGBps);
+  if (reduce) perByteUs += transferUs(1, params.reduceGBps);
+  const double tile = params.tileBytes > 0 ? std::min(bytes, params.tileBytes) : bytes;
+  const double tiles = tile > 0 ? std::ceil(bytes / tile) : 1.0;
+  const double rounds = binomialTreeRounds(request.nranks);
+  const double depth = binomialTreeDepth(request.nranks);
+  return (depth + (tiles - 1) * rounds) * params.alphaUs + tiles * rounds * tile * perByteUs;
 }
 
 /// Whether some non-root rank has two or more children (and so accumulates in Scratch):

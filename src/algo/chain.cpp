@@ -10,12 +10,16 @@
 //
 // The plan holds one chunk per block (k = 1) and one channel; pipelining comes from the
 // executor repeating the step list per tile, so while tile t is at hop h, tile t+1 is at hop
-// h-1. With S bytes in tiles of T over n-1 hops the time is
-//     (n - 2 + ceil(S / T)) * (alpha + T / beta [+ T / reduceRate for reduce]),
-// and the cost model picks T near the optimum sqrt(S * alpha * beta / (n - 2)). Bytes on the
-// wire: every link carries S once, the least any broadcast or reduce can do. The latency term
-// grows linearly with n, so the chain wins for large messages; for small ones the binomial
-// tree's ceil(log2 n) rounds win.
+// h-1. The tile T is the executor's, one FIFO slot (CostParams::tileBytes), and S bytes take
+// ceil(S / T) tiles. Calls overlap too: the root does not wait for the tail, so back-to-back
+// calls keep up to D = fifoDepth tiles in flight on every link and the n - 2 hops of filling
+// the line are paid once per D tiles, while the busiest rank forwards every tile once:
+//     ((n - 2) / D + ceil(S / T)) * (alpha + T / beta [+ T / reduceRate for reduce]).
+// (Measured with bench/tune, docs/tuning.md: on 4 ranks the chain beats the binomial tree
+// at every size, small ones included, which the plain (n - 2 + tiles) term got wrong.)
+// Bytes on the wire: every link carries S once, the least any broadcast or reduce can do.
+// The fill term still grows linearly with n, so for small messages on many ranks the
+// binomial tree's few hops win.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -30,17 +34,15 @@ namespace {
 using namespace build;
 
 constexpr std::string_view kName = "chain";
-constexpr double kMinTileBytes = 4096;
 
-/// (hops - 1 + tiles) * (alpha + T * perByte) with the tile T near its optimum.
-double pipelineUs(double bytes, int hops, double alphaUs, double perByteUs) {
-  double tile = bytes;
-  if (hops > 1 && bytes > 0) {
-    tile = std::sqrt(bytes * alphaUs / ((hops - 1) * perByteUs));
-    tile = std::clamp(tile, std::min(bytes, kMinTileBytes), bytes);
-  }
-  const double tiles = bytes > 0 ? std::ceil(bytes / tile) : 1.0;
-  return (hops - 1 + tiles) * (alphaUs + tile * perByteUs);
+/// ((hops - 1) / depth + tiles) * (alpha + T * perByte), T the executor's tile.
+double pipelineUs(double bytes, int hops, const CostParams& params, double perByteUs) {
+  const double tile = params.tileBytes > 0 ? std::min(bytes, params.tileBytes) : bytes;
+  const double tiles = tile > 0 ? std::ceil(bytes / tile) : 1.0;
+  const double depth = std::max(params.fifoDepth, 1.0);
+  // Written as in binomial_tree.cpp so that on 2 ranks (identical plans) the costs tie exactly.
+  const double steps = (hops - 1) / depth + tiles;
+  return steps * params.alphaUs + steps * tile * perByteUs;
 }
 
 double chainCostUs(const plan::PlanRequest& request, const CostParams& params, bool reduce) {
@@ -48,7 +50,7 @@ double chainCostUs(const plan::PlanRequest& request, const CostParams& params, b
   if (request.nranks == 1) return transferUs(bytes, params.reduceGBps);
   double perByteUs = transferUs(1, params.betaGBps);
   if (reduce) perByteUs += transferUs(1, params.reduceGBps);
-  return pipelineUs(bytes, request.nranks - 1, params.alphaUs, perByteUs);
+  return pipelineUs(bytes, request.nranks - 1, params, perByteUs);
 }
 
 plan::Plan buildBroadcast(const plan::PlanRequest& request) {

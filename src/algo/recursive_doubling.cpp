@@ -19,8 +19,13 @@
 // leave the choice to the ring): copy in → out[r]; in round i send the 2^i blocks of my
 // group to the partner and receive the 2^i blocks of its group. Sends run on channel 0 and
 // receives on channel 1 so that a round's messages stream back to back; a send of a block
-// that arrived in an earlier round waits for that receive through `Step::after`. Cost:
-//   log2(n)·α + (n−1)·S/β.
+// that arrived in an earlier round waits for that receive through `Step::after`. There are
+// log2(n) rounds, but round i sends its 2^i blocks as 2^i messages from one channel, one
+// after another, so a rank still starts n−1 messages in sequence, as many as on the ring
+// (measured with bench/tune, docs/tuning.md: on 4 ranks the ring is as fast or faster at
+// most sizes). Cost:
+//   (n−1)·α + (n−1)·S/β,
+// equal to the ring's, which wins the tie (it is registered first).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -117,7 +122,7 @@ plan::Plan buildAllGather(const plan::PlanRequest& request) {
 
 double costAllGather(const plan::PlanRequest& request, const CostParams& params) {
   const double n = request.nranks;
-  return std::log2(n) * params.alphaUs + (n - 1) * transferUs(blockBytes(request), params.betaGBps);
+  return (n - 1) * params.alphaUs + (n - 1) * transferUs(blockBytes(request), params.betaGBps);
 }
 
 }  // namespace

@@ -11,10 +11,18 @@
 namespace grove::algo {
 
 /// Machine parameters of the α–β model: time = alpha * messages-in-sequence + bytes / beta.
+/// The defaults are measured, not guessed: bench/tune on the project's 2-CPU host, processes
+/// over shared memory (docs/tuning.md has the data behind each value and how to remeasure).
 struct CostParams {
-  double alphaUs = 1.0;      ///< Latency of one message hop, microseconds.
-  double betaGBps = 8.0;     ///< Bandwidth of one link, GB/s (10^9 bytes per second).
-  double reduceGBps = 20.0;  ///< Throughput of a local reduction, GB/s of output.
+  double alphaUs = 3.0;      ///< Latency of one message hop, microseconds.
+  double betaGBps = 4.0;     ///< Bandwidth of one link, GB/s (10^9 bytes per second).
+  double reduceGBps = 30.0;  ///< Throughput of a local reduction, GB/s of output.
+  /// The executor's tile (one FIFO slot, GROVE_SLOT_BYTES' default): pipelined algorithms
+  /// move a block in messages of at most this many bytes.
+  double tileBytes = 256 * 1024;
+  /// Slots per FIFO (GROVE_FIFO_DEPTH's default): how many tiles, and so how many
+  /// back-to-back calls, a pipeline holds in flight between two ranks.
+  double fifoDepth = 4;
 };
 
 /// One plan generator.

@@ -61,14 +61,15 @@ struct Config {
   /// GROVE_DIRECT (default 1): single-host allreduce, reducescatter, allgather and broadcast
   /// of at least directMinBytes read the peers' buffers in place (exec/direct.hpp) when every
   /// rank is on this host and every buffer a peer reads can be mapped (threads; processes:
-  /// memory from grove::allocate). 2: also when some buffer must be copied by the kernel
-  /// (process_vm_readv). 0: never. Every rank must see the same value.
+  /// memory from grove::allocate) — allgather and broadcast also when buffers must be copied
+  /// by the kernel (process_vm_readv), which beats the FIFOs for them. 2: kernel copies for
+  /// all four. 0: never. Every rank must see the same value.
   bool direct = true;
   bool directCopies = false;  ///< GROVE_DIRECT=2.
-  /// GROVE_DIRECT_MIN_BYTES (default 256 KiB): the smallest call (the larger of its send and
-  /// receive buffers, in bytes) that goes direct; below it the FIFOs' pipelined plans are
-  /// faster (docs/tuning.md has the measurements). Every rank must see the same value.
-  size_t directMinBytes = 256 * 1024;
+  /// GROVE_DIRECT_MIN_BYTES (default 1 MiB): the smallest call (the larger of its send and
+  /// receive buffers, in bytes) that goes direct; below it the FIFOs' pipelined plans are as
+  /// fast or faster (docs/tuning.md has the measurements). Every rank must see the same value.
+  size_t directMinBytes = 1024 * 1024;
 
   /// GROVE_TRACE=PATH: write a Chrome trace of every call and step when the communicator is
   /// destroyed ("%r" in PATH becomes the rank; see docs/tracing.md). Empty: no tracing.
