@@ -168,12 +168,12 @@ def launch_by_hand(envs, timeout):
 
 # ---- cases ------------------------------------------------------------------------------------
 
-def case_check(args):
-    n = int(args[0])
-    tcp = "--tcp" in args[1:]
-    env = base_env({"GROVE_TRANSPORT": "tcp"} if tcp else None)
-    proc = subprocess.run([GROVE, "run", "-n", str(n), "--", CHECK], env=env, text=True,
-                          stdin=subprocess.DEVNULL, capture_output=True, timeout=280)
+def run_process_check(n, env, tcp, suite=None, timeout=280):
+    """grove run -n N -- process_check [SUITE]: (every rank said ok on the right transport,
+    the job ids seen)."""
+    argv = [GROVE, "run", "-n", str(n), "--", CHECK] + ([suite] if suite else [])
+    proc = subprocess.run(argv, env=env, text=True, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=timeout)
     lines = [OK_LINE.match(l) for l in proc.stdout.splitlines()]
     ranks = sorted(int(m.group(1)) for m in lines if m)
     jobs = {m.group(5) for m in lines if m}
@@ -181,11 +181,21 @@ def case_check(args):
     want_transport = "tcp" if tcp else "shm"
     if proc.returncode != 0 or ranks != list(range(n)) or len(jobs) != 1:
         show("grove run", proc.stdout, proc.stderr)
-        fail("grove run -n %d process_check: exit status %d, ok lines from ranks %s"
-             % (n, proc.returncode, ranks))
-    elif transports != {want_transport}:
+        fail("grove run -n %d process_check%s: exit status %d, ok lines from ranks %s"
+             % (n, " " + suite if suite else "", proc.returncode, ranks))
+        return False, jobs
+    if transports != {want_transport}:
         show("grove run", proc.stdout, proc.stderr)
         fail("transports %s, expected %s" % (sorted(transports), want_transport))
+        return False, jobs
+    return True, jobs
+
+
+def case_check(args):
+    n = int(args[0])
+    tcp = "--tcp" in args[1:]
+    env = base_env({"GROVE_TRANSPORT": "tcp"} if tcp else None)
+    _, jobs = run_process_check(n, env, tcp)
     check_leftovers(jobs)
 
 
@@ -239,21 +249,8 @@ def case_registered(args):
         env["GROVE_DIRECT"] = "2"
     if default:
         env.pop("GROVE_DIRECT_MIN_BYTES", None)
-    proc = subprocess.run([GROVE, "run", "-n", str(n), "--", CHECK, "registered"], env=env,
-                          text=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=580)
-    lines = [OK_LINE.match(l) for l in proc.stdout.splitlines()]
-    ranks = sorted(int(m.group(1)) for m in lines if m)
-    jobs = {m.group(5) for m in lines if m}
-    transports = {m.group(3) for m in lines if m}
-    want_transport = "tcp" if tcp else "shm"
-    if proc.returncode != 0 or ranks != list(range(n)) or len(jobs) != 1:
-        show("grove run", proc.stdout, proc.stderr)
-        fail("grove run -n %d process_check registered: exit status %d, ok lines from ranks %s"
-             % (n, proc.returncode, ranks))
-    elif transports != {want_transport}:
-        show("grove run", proc.stdout, proc.stderr)
-        fail("transports %s, expected %s" % (sorted(transports), want_transport))
-    else:
+    ok, jobs = run_process_check(n, env, tcp, "registered", 580)
+    if ok:
         calls = trace_calls(directory, n)
         direct = 0
         for rank, records in sorted(calls.items()):
