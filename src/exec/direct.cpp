@@ -13,6 +13,13 @@ namespace {
 
 using plan::Collective;
 
+// Thrown inside the direct path when a peer's process is gone: advance() then reports
+// "blocked", and the communicator's wait finds the dead peer and fails the call naming it,
+// exactly as when a message from it never comes.
+struct PeerProcessGone {
+  int peer;
+};
+
 // Message kinds (the first byte of every message of the protocol).
 constexpr uint8_t kHello = 1;
 constexpr uint8_t kReduced = 2;
@@ -236,7 +243,9 @@ void DirectExecution::copyFrom(int q, bool output, size_t offset, size_t bytes, 
   if (mapped != nullptr) {
     std::memcpy(to, mapped + offset, bytes);
   } else {
-    memory_->read(q, (output ? peer.output : peer.input).address + offset, to, bytes);
+    if (!memory_->read(q, (output ? peer.output : peer.input).address + offset, to, bytes)) {
+      throw PeerProcessGone{q};
+    }
   }
 }
 
@@ -264,7 +273,9 @@ void DirectExecution::reduceShare(size_t begin, size_t end, char* to) {
     auto operand = [&](int q, char* slot) -> const char* {
       if (q == me) return own;
       if (peers_[q].mappedInput != nullptr) return peers_[q].mappedInput + first * es;
-      memory_->read(q, peers_[q].input.address + first * es, slot, bytes);
+      if (!memory_->read(q, peers_[q].input.address + first * es, slot, bytes)) {
+        throw PeerProcessGone{q};
+      }
       return slot;
     };
     const char* a = operand(0, staging[0]);
@@ -386,6 +397,9 @@ Progress DirectExecution::advance() {
       if (!sent || !all) return phase_ != before ? Progress::kMoved : Progress::kBlocked;
       phase_ = Phase::kFinished;
     }
+  } catch (const PeerProcessGone& gone) {
+    waitingFor_ = gone.peer;
+    return Progress::kBlocked;
   } catch (const Error& error) {
     fail(error.code(), error.what());
     return Progress::kFailed;

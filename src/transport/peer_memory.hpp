@@ -44,9 +44,10 @@ class PeerMemory {
   /// allocation. Throws kRemoteError / kSystemError naming the peer when a described
   /// allocation cannot be mapped or does not hold the buffer.
   virtual const char* map(int peer, const BufferDescriptor& buffer) = 0;
-  /// Copies `bytes` bytes at `address` in `peer`'s process into `to`. Throws kRemoteError
-  /// naming the peer when its process cannot be read (it ended, or the range is not mapped).
-  virtual void read(int peer, uint64_t address, void* to, size_t bytes) = 0;
+  /// Copies `bytes` bytes at `address` in `peer`'s process into `to`. Returns false when the
+  /// peer's process no longer exists (the caller then lets the failure machinery name it, as
+  /// for any dead peer); throws kRemoteError naming the peer when the range cannot be read.
+  virtual bool read(int peer, uint64_t address, void* to, size_t bytes) = 0;
 };
 
 }  // namespace grove::transport

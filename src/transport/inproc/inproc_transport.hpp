@@ -74,8 +74,9 @@ class SharedAddressSpace final : public PeerMemory {
   const char* map(int, const BufferDescriptor& buffer) override {
     return reinterpret_cast<const char*>(buffer.address);
   }
-  void read(int, uint64_t address, void* to, size_t bytes) override {
+  bool read(int, uint64_t address, void* to, size_t bytes) override {
     std::memcpy(to, reinterpret_cast<const void*>(address), bytes);
+    return true;
   }
 };
 

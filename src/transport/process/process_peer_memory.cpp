@@ -115,11 +115,12 @@ void ProcessPeerMemory::evict() {
   }
 }
 
-void ProcessPeerMemory::read(int peer, uint64_t address, void* to, size_t bytes) {
+bool ProcessPeerMemory::read(int peer, uint64_t address, void* to, size_t bytes) {
   auto* out = static_cast<char*>(to);
   size_t done = 0;
   while (done < bytes) {
     const ssize_t got = readOnce(pids_[peer], address + done, out + done, bytes - done);
+    if (got < 0 && errno == ESRCH) return false;
     if (got <= 0) {
       throw Error(ErrorCode::kRemoteError,
                   fmt::format("cannot read {} bytes of rank {}'s memory at {:#x} (pid {}): {}",
@@ -128,6 +129,7 @@ void ProcessPeerMemory::read(int peer, uint64_t address, void* to, size_t bytes)
     }
     done += static_cast<size_t>(got);
   }
+  return true;
 }
 
 }  // namespace grove::transport

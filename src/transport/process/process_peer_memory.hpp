@@ -26,7 +26,7 @@ class ProcessPeerMemory final : public PeerMemory {
   bool canReadAllPeers() override;
   bool mapsAnyMemory() const override { return false; }
   const char* map(int peer, const BufferDescriptor& buffer) override;
-  void read(int peer, uint64_t address, void* to, size_t bytes) override;
+  bool read(int peer, uint64_t address, void* to, size_t bytes) override;
 
  private:
   struct Mapped {
