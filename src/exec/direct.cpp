@@ -58,7 +58,6 @@ size_t DirectExecution::stagingBytes() { return kStagingTiles * kCopiedTileBytes
 void DirectExecution::start(const DirectCall& call, transport::Transport& transport) {
   call_ = call;
   call_.tag.algorithm = algorithmTag(kDirectAlgorithm);
-  transport_ = &transport;
   memory_ = transport.peerMemory();
   elementBytes_ = dataTypeSize(call.type);
   peers_.assign(static_cast<size_t>(call.nranks), Peer{});
@@ -116,7 +115,7 @@ bool DirectExecution::sendToAll(uint32_t message) {
   return all;
 }
 
-bool DirectExecution::receive(int q, uint8_t* kind) {
+bool DirectExecution::receive(int q) {
   Peer& peer = peers_[q];
   size_t bytes = 0;
   const transport::MessageTag* tag = nullptr;
@@ -133,11 +132,11 @@ bool DirectExecution::receive(int q, uint8_t* kind) {
   const uint8_t expected = peer.received == 0         ? kHello
                            : peer.received <= rounds_ ? kReduced
                                                       : kDone;
-  *kind = bytes > 0 ? *static_cast<const uint8_t*>(data) : 0;
-  if (*kind != expected || bytes != (expected == kHello ? sizeof(Hello) : 1)) {
+  const uint8_t kind = bytes > 0 ? *static_cast<const uint8_t*>(data) : 0;
+  if (kind != expected || bytes != (expected == kHello ? sizeof(Hello) : 1)) {
     fail(ErrorCode::kInvalidUsage,
          fmt::format("direct: message {} from rank {} is {} bytes of kind {} (expected kind {})",
-                     peer.received, q, bytes, *kind, expected));
+                     peer.received, q, bytes, kind, expected));
     return false;
   }
   if (expected == kHello) {
@@ -156,8 +155,7 @@ bool DirectExecution::receiveHellos() {
   bool all = true;
   for (int q = 0; q < call_.nranks; ++q) {
     if (q == call_.rank || peers_[q].received > 0) continue;
-    uint8_t kind = 0;
-    if (!receive(q, &kind)) {
+    if (!receive(q)) {
       if (!error_.empty()) return false;
       all = false;
     }
@@ -184,6 +182,7 @@ void DirectExecution::resolvePeers() {
   bool everyoneReads = memory_ != nullptr && memory_->canReadAllPeers();
   bool everyoneCopies = call_.allowCopies;
   bool allRegistered = true;  // Every buffer some rank reads comes from grove::allocate.
+  copiedPeers_ = 0;
   for (int q = 0; q < call_.nranks; ++q) {
     const bool self = q == call_.rank;
     const uint32_t flags = self ? 0 : peers_[q].flags;
@@ -295,7 +294,6 @@ void DirectExecution::work() {
   const size_t es = elementBytes_;
   const size_t block = call_.count * es;
   const int me = call_.rank;
-  const size_t n = static_cast<size_t>(call_.nranks);
   switch (call_.collective) {
     case Collective::kAllReduce:
       break;  // In rounds: advanceRounds().
@@ -344,8 +342,7 @@ bool DirectExecution::advanceRounds() {
     bool all = true;
     for (int q = 0; q < call_.nranks; ++q) {
       if (q == call_.rank || peers_[q].received > round_ + 1) continue;
-      uint8_t kind = 0;
-      if (!receive(q, &kind)) {
+      if (!receive(q)) {
         if (!error_.empty()) return false;
         all = false;
         continue;
@@ -373,23 +370,22 @@ Progress DirectExecution::advance() {
         return Progress::kDone;
       }
       work();
-      phase_ = call_.collective == Collective::kAllReduce ? Phase::kRounds : Phase::kDone;
+      phase_ = call_.collective == Collective::kAllReduce ? Phase::kRounds : Phase::kFinishing;
     }
     if (phase_ == Phase::kRounds) {
       if (!advanceRounds()) {
         if (!error_.empty()) return Progress::kFailed;
         return phase_ != before ? Progress::kMoved : Progress::kBlocked;
       }
-      phase_ = Phase::kDone;
+      phase_ = Phase::kFinishing;
     }
-    if (phase_ == Phase::kDone) {
+    if (phase_ == Phase::kFinishing) {
       const uint32_t last = rounds_ + 1;
       const bool sent = sendToAll(last);
       bool all = true;
       for (int q = 0; q < call_.nranks; ++q) {
         if (q == call_.rank || peers_[q].received > last) continue;
-        uint8_t kind = 0;
-        if (!receive(q, &kind)) {
+        if (!receive(q)) {
           if (!error_.empty()) return Progress::kFailed;
           all = false;
         }

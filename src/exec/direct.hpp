@@ -86,7 +86,8 @@ class DirectExecution {
   std::string waitDescription() const;
 
  private:
-  enum class Phase { kHello, kRounds, kDone, kFinished };
+  // kFinishing: "done" sent and awaited; kFinished: returned Progress::kDone.
+  enum class Phase { kHello, kRounds, kFinishing, kFinished };
   struct Peer {
     transport::Fifo* send = nullptr;
     transport::Fifo* recv = nullptr;
@@ -100,8 +101,9 @@ class DirectExecution {
   };
 
   bool sendToAll(uint32_t message);
-  /// Takes the next message from `q` if there is one: true and its first byte in *kind.
-  bool receive(int q, uint8_t* kind);
+  /// Takes the next message from `q` if there is one and it is the one the protocol expects
+  /// next; false when none is there or (error_ set) when it is wrong.
+  bool receive(int q);
   bool receiveHellos();
   /// Decides whether the call runs direct (declined_), then maps what it reads of each peer.
   void resolvePeers();
@@ -120,7 +122,6 @@ class DirectExecution {
   void fail(ErrorCode code, std::string message);
 
   DirectCall call_;
-  transport::Transport* transport_ = nullptr;
   transport::PeerMemory* memory_ = nullptr;
   size_t elementBytes_ = 1;
   std::vector<Peer> peers_;  ///< By rank; this rank's entry is unused.
