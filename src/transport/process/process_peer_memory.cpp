@@ -32,8 +32,8 @@ ssize_t readOnce(pid_t pid, uint64_t address, void* to, size_t bytes) {
 
 }  // namespace
 
-ProcessPeerMemory::ProcessPeerMemory(int rank, ShmDomain* shm, std::vector<bool> local)
-    : rank_(rank), shm_(shm), local_(std::move(local)), pids_(local_.size(), -1) {}
+ProcessPeerMemory::ProcessPeerMemory(int rank, int size, ShmDomain* shm)
+    : rank_(rank), shm_(shm), pids_(static_cast<size_t>(size), -1) {}
 
 ProcessPeerMemory::~ProcessPeerMemory() {
   for (auto& [key, mapping] : mapped_) munmap(mapping.base, mapping.bytes);
@@ -42,10 +42,9 @@ ProcessPeerMemory::~ProcessPeerMemory() {
 bool ProcessPeerMemory::canReadAllPeers() {
   if (readable_ >= 0) return readable_ == 1;
   readable_ = 1;
-  for (int q = 0; q < static_cast<int>(local_.size()) && readable_ == 1; ++q) {
+  for (int q = 0; q < static_cast<int>(pids_.size()) && readable_ == 1; ++q) {
     if (q == rank_) continue;
-    std::optional<PeerProcess> peer =
-        local_[q] && shm_ != nullptr ? shm_->peerProcess(q) : std::nullopt;
+    std::optional<PeerProcess> peer = shm_ != nullptr ? shm_->peerProcess(q) : std::nullopt;
     if (!peer) {
       log::info(rank_, "direct: rank {} is not a process this rank can read", q);
       readable_ = 0;
@@ -105,7 +104,7 @@ const char* ProcessPeerMemory::map(int peer, const BufferDescriptor& buffer) {
 }
 
 void ProcessPeerMemory::evict() {
-  const size_t bound = std::max(kMinCachedMappings, 4 * local_.size());
+  const size_t bound = std::max(kMinCachedMappings, 4 * pids_.size());
   while (mapped_.size() >= bound) {
     auto oldest = std::min_element(
         mapped_.begin(), mapped_.end(),

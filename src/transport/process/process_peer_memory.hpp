@@ -17,8 +17,9 @@ namespace grove::transport {
 
 class ProcessPeerMemory final : public PeerMemory {
  public:
-  /// `shm` reaches the local peers; `local[q]` says whether rank q is one (or this rank).
-  ProcessPeerMemory(int rank, ShmDomain* shm, std::vector<bool> local);
+  /// For a communicator of `size` ranks all on this host, reached through `shm` (nullptr
+  /// when there is a single rank).
+  ProcessPeerMemory(int rank, int size, ShmDomain* shm);
   ~ProcessPeerMemory() override;
   ProcessPeerMemory(const ProcessPeerMemory&) = delete;
   ProcessPeerMemory& operator=(const ProcessPeerMemory&) = delete;
@@ -39,7 +40,6 @@ class ProcessPeerMemory final : public PeerMemory {
 
   int rank_;
   ShmDomain* shm_;
-  std::vector<bool> local_;
   std::vector<pid_t> pids_;  ///< By rank, filled by canReadAllPeers().
   int readable_ = -1;        ///< canReadAllPeers()'s answer once known (-1: not yet).
   std::map<std::pair<int, uint64_t>, Mapped> mapped_;  ///< By (peer, allocation id).

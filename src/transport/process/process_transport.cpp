@@ -59,10 +59,8 @@ ProcessTransport::ProcessTransport(ProcessTransportSetup setup) : setup_(std::mo
     tcp_ = std::make_unique<TcpLinks>(*setup_.store, tcp, doorbell());
   }
   self_ = std::make_shared<InprocWorld>(1, setup_.geometry);
-  if (remote.empty()) {
-    std::vector<bool> isLocal(static_cast<size_t>(setup_.size), true);
-    peerMemory_ = std::make_unique<ProcessPeerMemory>(me, shm_.get(), std::move(isLocal));
-  }
+  if (remote.empty())
+    peerMemory_ = std::make_unique<ProcessPeerMemory>(me, setup_.size, shm_.get());
   name_ = shm_ && tcp_ ? "shm+tcp" : tcp_ ? "tcp" : "shm";
   std::vector<int> shmPeers;
   for (int q : local) {
