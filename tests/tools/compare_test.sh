@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test of bench/compare, the grove-against-peers benchmark: a --quick run (tiny sizes,
-# one round, two ranks; grove, grove-threads and whichever peer drivers are already built)
+# one round, two ranks; grove, grove-reg (-R 1), grove-threads and whichever peer drivers are
+# already built)
 # must write compare.csv and summary.csv with the documented columns, a row for every
 # collective and a plot per collective; and a run whose table reports wrong elements, or
 # whose command fails, must stop with a message saying so. Exact numbers are not checked:
@@ -28,19 +29,19 @@ want="ranks,collective,library,size,round,time_us,algbw,busbw"
 got=$(head -1 "$work/quick/compare.csv" | tr -d '\r')
 [[ "$got" == "$want" ]] || die "compare.csv header is '$got', expected '$want'"
 want="ranks,collective,size,library,rounds,median_time_us,median_algbw,median_busbw,ratio"
-want+=",ratio_metric,best_of"
+want+=",ratio_registered,ratio_metric,best_of"
 got=$(head -1 "$work/quick/summary.csv" | tr -d '\r')
 [[ "$got" == "$want" ]] || die "summary.csv header is '$got', expected '$want'"
 for coll in allreduce allgather reducescatter broadcast; do
-  for lib in grove grove-threads; do
+  for lib in grove grove-reg grove-threads; do
     # --quick sweeps 8 B to 256 KiB by 8: 6 sizes (allgather/reducescatter: the same sizes).
     n=$(grep -c "^2,$coll,$lib,[0-9]*,1," "$work/quick/compare.csv" || true)
     [[ "$n" == 6 ]] || die "compare.csv has $n rows for 2 ranks, $coll, $lib; expected 6"
   done
   # Ratios: of times below 64 KiB, of bus bandwidths from 64 KiB on.
-  grep -q "^2,$coll,4096,grove-threads,1,[^,]*,[^,]*,[^,]*,[^,]*,time,$" \
+  grep -q "^2,$coll,4096,grove-threads,1,[^,]*,[^,]*,[^,]*,[^,]*,,time,$" \
     "$work/quick/summary.csv" || die "summary.csv: no time ratio for $coll at 4096 B"
-  grep -q "^2,$coll,262144,grove-threads,1,[^,]*,[^,]*,[^,]*,[^,]*,busbw,$" \
+  grep -q "^2,$coll,262144,grove-threads,1,[^,]*,[^,]*,[^,]*,[^,]*,,busbw,$" \
     "$work/quick/summary.csv" || die "summary.csv: no busbw ratio for $coll at 256 KiB"
   svg=$work/quick/busbw_${coll}_2r.svg
   [[ -s "$svg" ]] || die "plot $svg missing"
