@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "exec/message_tag.hpp"
+
 namespace grove::detail {
 
 void Operation::reset() {
@@ -48,7 +50,13 @@ std::string Operation::describe() const {
     text += fmt::format(" {}", toString(op));
   }
   if (root >= 0) text += fmt::format(", root {}", root);
-  if (!algorithm.empty()) text += fmt::format(", algorithm {}", algorithm);
+  // A call on the direct path (from its hellos on) names it, not the plan it would fall
+  // back to.
+  if (direct) {
+    text += fmt::format(", algorithm {}", exec::kDirectAlgorithm);
+  } else if (!algorithm.empty()) {
+    text += fmt::format(", algorithm {}", algorithm);
+  }
   return text + ")";
 }
 

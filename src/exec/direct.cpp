@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "exec/message_tag.hpp"
@@ -13,12 +14,17 @@ namespace {
 
 using plan::Collective;
 
-// Thrown inside the direct path when a peer's process is gone: advance() then reports
-// "blocked", and the communicator's wait finds the dead peer and fails the call naming it,
-// exactly as when a message from it never comes.
-struct PeerProcessGone {
+// Thrown inside the direct path when a peer's memory cannot be read: its process is gone,
+// or it left the call on a failure (a rank that saw another die) and freed its buffer.
+// advance() then reports "blocked", and the communicator's wait finds the failure and fails
+// the call naming its origin, exactly as when a message from the peer never comes.
+struct PeerMemoryGone {
   int peer;
 };
+
+// How long a call waits for the failure machinery to explain an unreadable peer buffer
+// before it fails with the read error itself. A failure reaches every rank in about 0.1 s.
+constexpr std::chrono::seconds kUnreadableGrace{2};
 
 // Message kinds (the first byte of every message of the protocol).
 constexpr uint8_t kHello = 1;
@@ -77,6 +83,7 @@ void DirectExecution::start(const DirectCall& call, transport::Transport& transp
   declined_ = false;
   declineReason_ = {};
   copiedPeers_ = 0;
+  unreadableSince_.reset();
   waitingFor_ = -1;
   error_.clear();
   errorCode_ = ErrorCode::kInvalidUsage;
@@ -243,7 +250,7 @@ void DirectExecution::copyFrom(int q, bool output, size_t offset, size_t bytes, 
     std::memcpy(to, mapped + offset, bytes);
   } else {
     if (!memory_->read(q, (output ? peer.output : peer.input).address + offset, to, bytes)) {
-      throw PeerProcessGone{q};
+      throw PeerMemoryGone{q};
     }
   }
 }
@@ -273,7 +280,7 @@ void DirectExecution::reduceShare(size_t begin, size_t end, char* to) {
       if (q == me) return own;
       if (peers_[q].mappedInput != nullptr) return peers_[q].mappedInput + first * es;
       if (!memory_->read(q, peers_[q].input.address + first * es, slot, bytes)) {
-        throw PeerProcessGone{q};
+        throw PeerMemoryGone{q};
       }
       return slot;
     };
@@ -393,9 +400,13 @@ Progress DirectExecution::advance() {
       if (!sent || !all) return phase_ != before ? Progress::kMoved : Progress::kBlocked;
       phase_ = Phase::kFinished;
     }
-  } catch (const PeerProcessGone& gone) {
+  } catch (const PeerMemoryGone& gone) {
     waitingFor_ = gone.peer;
-    return Progress::kBlocked;
+    const auto now = std::chrono::steady_clock::now();
+    if (!unreadableSince_) unreadableSince_ = now;
+    if (now - *unreadableSince_ < kUnreadableGrace) return Progress::kBlocked;
+    fail(ErrorCode::kRemoteError, memory_->readFailure());
+    return Progress::kFailed;
   } catch (const Error& error) {
     fail(error.code(), error.what());
     return Progress::kFailed;

@@ -22,8 +22,10 @@
 // from all peers, then gather the shares").
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -134,6 +136,8 @@ class DirectExecution {
   std::string_view declineReason_;
   int copiedPeers_ = 0;
   int waitingFor_ = -1;
+  /// When a peer's buffer first could not be read (see PeerMemoryGone), if it happened.
+  std::optional<std::chrono::steady_clock::time_point> unreadableSince_;
   std::string error_;
   ErrorCode errorCode_ = ErrorCode::kInvalidUsage;
 };

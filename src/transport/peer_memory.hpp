@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace grove::transport {
 
@@ -44,10 +45,14 @@ class PeerMemory {
   /// allocation. Throws kRemoteError / kSystemError naming the peer when a described
   /// allocation cannot be mapped or does not hold the buffer.
   virtual const char* map(int peer, const BufferDescriptor& buffer) = 0;
-  /// Copies `bytes` bytes at `address` in `peer`'s process into `to`. Returns false when the
-  /// peer's process no longer exists (the caller then lets the failure machinery name it, as
-  /// for any dead peer); throws kRemoteError naming the peer when the range cannot be read.
+  /// Copies `bytes` bytes at `address` in `peer`'s process into `to`. Returns false, with
+  /// the reason in readFailure(), when the peer's process no longer exists or no longer has
+  /// that memory: a peer keeps its buffers until every rank has read them unless it left the
+  /// call on a failure, so the caller lets the failure machinery name the failure, as for
+  /// any dead peer, and reports readFailure() only if none comes.
   virtual bool read(int peer, uint64_t address, void* to, size_t bytes) = 0;
+  /// Why the last read() returned false.
+  virtual const std::string& readFailure() const = 0;
 };
 
 }  // namespace grove::transport

@@ -13,6 +13,10 @@ signals one rank:
                        how fast is reported (median, slowest, how many took over 1 s).
                        Every survivor's error must name the killed rank as the origin
                        ("rank V failed: ..."), also when it heard of it second-hand.
+  kill-direct TRIALS [SEED]
+                       The same over the direct path's kernel copies: 5 ranks, allgather and
+                       broadcast of 8 MiB, so that survivors leave the call while peers still
+                       read their buffers.
   stop                 SIGSTOP one rank: the others must fail with a timeout that names it;
                        then, over TCP with GROVE_HEARTBEAT_TIMEOUT=2 and GROVE_TIMEOUT=60,
                        every other rank must fail with an error naming the stopped rank as
@@ -192,20 +196,34 @@ def leftovers(job):
     return left
 
 
-def case_kill(trials, seed):
+def random_trial(rng):
+    """A trial of case kill: (ranks, collective, bytes, over TCP, registered buffers)."""
+    n = rng.choice([2, 3, 4, 5])
+    collective = rng.choice(["allreduce", "broadcast", "allgather", "reducescatter",
+                             "alltoall"])
+    size = rng.choice([8, 4096, 1 << 20, 8 << 20])
+    tcp = rng.random() < 0.25
+    # Buffers from grove::allocate: from 1 MiB the shm calls take the direct path, where
+    # peers read the victim's memory in place.
+    registered = rng.random() < 0.4
+    return n, collective, size, tcp, registered
+
+
+def direct_copy_trial(rng):
+    """A trial of case kill-direct: 5 ranks on shared memory reading each other's ordinary
+    buffers with kernel copies (allgather and broadcast do by default). A survivor that sees
+    the death first leaves the call and frees its buffer while others are still reading it;
+    they must still name the killed rank, not the unreadable buffer."""
+    return 5, rng.choice(["allgather", "broadcast"]), 8 << 20, False, False
+
+
+def case_kill(trials, seed, choose=random_trial):
     rng = random.Random(seed)
     timeout = 10
     latencies = []
     survivors = errored = origin_named = 0
     for t in range(trials):
-        n = rng.choice([2, 3, 4, 5])
-        collective = rng.choice(["allreduce", "broadcast", "allgather", "reducescatter",
-                                 "alltoall"])
-        size = rng.choice([8, 4096, 1 << 20, 8 << 20])
-        tcp = rng.random() < 0.25
-        # Buffers from grove::allocate: from 256 KiB the shm calls take the direct path,
-        # where peers read the victim's memory in place.
-        registered = rng.random() < 0.4
+        n, collective, size, tcp, registered = choose(rng)
         trial, report = start_trial(n, collective, size, tcp, timeout,
                                     {"FAULT_CHECK_REGISTERED": "1"} if registered else None)
         if trial is not None and registered:
@@ -411,6 +429,10 @@ def main():
         trials = int(sys.argv[3]) if len(sys.argv) > 3 else 100
         seed = int(sys.argv[4]) if len(sys.argv) > 4 else 1
         case_kill(trials, seed)
+    elif case == "kill-direct":
+        trials = int(sys.argv[3]) if len(sys.argv) > 3 else 30
+        seed = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+        case_kill(trials, seed, direct_copy_trial)
     elif case == "stop":
         case_stop()
     elif case == "slow":

@@ -78,6 +78,10 @@ class SharedAddressSpace final : public PeerMemory {
     std::memcpy(to, reinterpret_cast<const void*>(address), bytes);
     return true;
   }
+  const std::string& readFailure() const override { return noFailure_; }
+
+ private:
+  std::string noFailure_;
 };
 
 /// One rank's view of an InprocWorld.

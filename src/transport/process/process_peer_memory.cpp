@@ -119,12 +119,13 @@ bool ProcessPeerMemory::read(int peer, uint64_t address, void* to, size_t bytes)
   size_t done = 0;
   while (done < bytes) {
     const ssize_t got = readOnce(pids_[peer], address + done, out + done, bytes - done);
-    if (got < 0 && errno == ESRCH) return false;
     if (got <= 0) {
-      throw Error(ErrorCode::kRemoteError,
-                  fmt::format("cannot read {} bytes of rank {}'s memory at {:#x} (pid {}): {}",
-                              bytes - done, peer, address + done, pids_[peer],
-                              got < 0 ? std::strerror(errno) : "nothing was copied"));
+      // ESRCH: the process is gone. EFAULT (or nothing copied): it lives but no longer has
+      // the memory, which only a peer that left the call on a failure does.
+      readFailure_ = fmt::format("cannot read {} bytes of rank {}'s memory at {:#x} (pid {}): {}",
+                                 bytes - done, peer, address + done, pids_[peer],
+                                 got < 0 ? std::strerror(errno) : "nothing was copied");
+      return false;
     }
     done += static_cast<size_t>(got);
   }

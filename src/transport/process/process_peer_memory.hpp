@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -28,6 +29,7 @@ class ProcessPeerMemory final : public PeerMemory {
   bool mapsAnyMemory() const override { return false; }
   const char* map(int peer, const BufferDescriptor& buffer) override;
   bool read(int peer, uint64_t address, void* to, size_t bytes) override;
+  const std::string& readFailure() const override { return readFailure_; }
 
  private:
   struct Mapped {
@@ -41,7 +43,8 @@ class ProcessPeerMemory final : public PeerMemory {
   int rank_;
   ShmDomain* shm_;
   std::vector<pid_t> pids_;  ///< By rank, filled by canReadAllPeers().
-  int readable_ = -1;        ///< canReadAllPeers()'s answer once known (-1: not yet).
+  std::string readFailure_;
+  int readable_ = -1;  ///< canReadAllPeers()'s answer once known (-1: not yet).
   std::map<std::pair<int, uint64_t>, Mapped> mapped_;  ///< By (peer, allocation id).
   uint64_t uses_ = 0;
 };

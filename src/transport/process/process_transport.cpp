@@ -1,6 +1,7 @@
 #include "transport/process/process_transport.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "bootstrap/rendezvous.hpp"
 #include "core/log.hpp"
@@ -10,9 +11,7 @@ namespace grove::transport {
 namespace {
 
 std::string rankList(const std::vector<int>& ranks) {
-  std::string text;
-  for (int r : ranks) text += (text.empty() ? "" : ",") + std::to_string(r);
-  return text.empty() ? "none" : text;
+  return ranks.empty() ? "none" : fmt::format("{}", fmt::join(ranks, ","));
 }
 
 }  // namespace
