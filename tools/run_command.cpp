@@ -7,6 +7,7 @@
 // output, and stops the whole job when one rank fails. The flags are checked here; the
 // process work lives in run_launcher.cpp.
 #include <fmt/format.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -34,6 +35,7 @@ struct RunArgs {
   int port = 0;
   bool tagOutput = false;
   double graceSeconds = 5.0;
+  std::string bind = "auto";
   std::vector<std::string> command;
 };
 
@@ -51,13 +53,38 @@ std::vector<std::string> commandLine(const std::vector<std::string>& positional,
   if (!remaining.empty() && remaining[0].size() > 1 && remaining[0][0] == '-' &&
       remaining[0] != "--") {
     reject(
-        fmt::format("{}: not an option of grove run (expected -n, --port, --tag-output or "
-                    "--grace before the command)",
+        fmt::format("{}: not an option of grove run (expected -n, --port, --tag-output, --bind "
+                    "or --grace before the command)",
                     remaining[0]));
   }
   if (!positional.empty()) return positional;
   if (!remaining.empty() && remaining[0] == "--") remaining.erase(remaining.begin());
   return remaining;
+}
+
+/// The CPU of each rank under --bind (empty: none bound). Ranks take the CPUs this launcher
+/// may run on, in order, one each, as Open MPI's mpirun does by default for small jobs: two
+/// unbound ranks that wait on each other are now and then placed on one CPU by the scheduler
+/// (it wakes a rank where its waker runs) and stay there, and every call then costs a
+/// context switch (5-7 us for a 2-rank 8 B allreduce, against 0.5 us).
+std::vector<int> rankCpus(const std::string& bind, int nprocs) {
+  if (bind == "none") return {};
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return {};
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE && static_cast<int>(cpus.size()) < nprocs; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  }
+  if (static_cast<int>(cpus.size()) == nprocs) return cpus;
+  if (bind == "core") {
+    reject(
+        fmt::format("--bind core: {} ranks but this launcher may run on only {} CPUs "
+                    "(expected at most one rank per CPU; --bind none or auto runs them "
+                    "unbound)",
+                    nprocs, cpus.size()));
+  }
+  return {};  // auto: more ranks than CPUs share them all.
 }
 
 void runJob(const RunArgs& args) {
@@ -75,6 +102,9 @@ void runJob(const RunArgs& args) {
     reject(fmt::format("--grace: {} is out of range (expected 0 <= SECONDS <= 86400)",
                        args.graceSeconds));
   }
+  if (args.bind != "auto" && args.bind != "core" && args.bind != "none") {
+    reject(fmt::format("--bind: '{}' is not a binding (expected auto, core or none)", args.bind));
+  }
   if (args.command.empty() || args.command[0].empty()) {
     reject("no command to run (usage: grove run -n N [options] [--] CMD [ARGS...])");
   }
@@ -88,6 +118,7 @@ void runJob(const RunArgs& args) {
   run::LaunchSpec spec;
   spec.command = args.command;
   spec.tagOutput = args.tagOutput;
+  spec.cpus = rankCpus(args.bind, args.nprocs);
   spec.grace = std::chrono::milliseconds(std::llround(args.graceSeconds * 1000.0));
   const std::string size = std::to_string(args.nprocs);
   for (int rank = 0; rank < args.nprocs; ++rank) {
@@ -119,6 +150,11 @@ void addRunCommand(CLI::App& app) {
   command->add_option("--port", args->port, "Rendezvous port on 127.0.0.1 (default: a free port)");
   command->add_flag("--tag-output", args->tagOutput,
                     "Prefix every line of a rank's stdout/stderr with '[rank]: '");
+  command
+      ->add_option("--bind", args->bind,
+                   "Bind each rank to one CPU: auto (when there are at least as many CPUs as "
+                   "ranks), core (always; an error when there are fewer) or none")
+      ->capture_default_str();
   command
       ->add_option("--grace", args->graceSeconds,
                    "Seconds between SIGTERM and SIGKILL when stopping the ranks")

@@ -2,6 +2,7 @@
 #include "run_launcher.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -129,6 +130,7 @@ class Job {
       request.argv = &spec_.command;
       request.env = &spec_.environments[r];
       request.captureOutput = spec_.tagOutput;
+      request.cpu = r < spec_.cpus.size() ? spec_.cpus[r] : -1;
       // Rank 0 reads the launcher's stdin unless it is a terminal (a rank in a process group
       // of its own would be stopped by SIGTTIN); the others read nothing.
       request.stdinFd = (r == 0 && !::isatty(STDIN_FILENO)) ? -1 : devNull;
@@ -156,7 +158,7 @@ class Job {
       rank.running = true;
       ++running_;
       if (spec_.tagOutput) {
-        const std::string prefix = "[" + std::to_string(r) + "]: ";
+        const std::string prefix = fmt::format("[{}]: ", r);
         rank.streams[0] = Stream{spawned.outFd, std::make_unique<LineTagger>(prefix, 1)};
         rank.streams[1] = Stream{spawned.errFd, std::make_unique<LineTagger>(prefix, 2)};
       }

@@ -19,6 +19,7 @@ struct LaunchSpec {
   std::vector<std::string> command;                    ///< argv; argv[0] is looked up in PATH.
   std::vector<std::vector<std::string>> environments;  ///< One per rank: NAME=value entries.
   bool tagOutput = false;  ///< Prefix each output line with `[rank]: ` (pipes + poll).
+  std::vector<int> cpus;   ///< One per rank: the CPU it is bound to; empty binds none.
   std::chrono::milliseconds grace{5000};  ///< SIGTERM → SIGKILL delay when stopping the job.
 };
 

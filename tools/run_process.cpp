@@ -2,6 +2,7 @@
 #include "run_process.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -20,8 +21,10 @@ void closeIfOpen(int& fd) {
 /// What the child does between fork and exec. Only async-signal-safe calls: everything it
 /// needs was prepared by the parent.
 [[noreturn]] void becomeRank(char* const* argv, char* const* envp, int outFd, int errFd,
-                             int stdinFd, int statusFd, pid_t parent) {
+                             int stdinFd, int statusFd, pid_t parent, const cpu_set_t* cpus) {
   ::setpgid(0, 0);
+  // Best effort: a rank that cannot be bound still runs, only unbound.
+  if (cpus != nullptr) ::sched_setaffinity(0, sizeof(cpu_set_t), cpus);
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != parent) ::_exit(127);  // The launcher died before prctl took effect.
   if (stdinFd >= 0) ::dup2(stdinFd, STDIN_FILENO);
@@ -50,6 +53,9 @@ Spawned spawnRank(const SpawnRequest& request) {
   std::vector<char*> envp;
   for (const std::string& entry : *request.env) envp.push_back(const_cast<char*>(entry.c_str()));
   envp.push_back(nullptr);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (request.cpu >= 0 && request.cpu < CPU_SETSIZE) CPU_SET(request.cpu, &cpus);
 
   int out[2] = {-1, -1};
   int err[2] = {-1, -1};
@@ -75,7 +81,8 @@ Spawned spawnRank(const SpawnRequest& request) {
     return result;
   }
   if (pid == 0) {
-    becomeRank(argv.data(), envp.data(), out[1], err[1], request.stdinFd, status[1], parent);
+    becomeRank(argv.data(), envp.data(), out[1], err[1], request.stdinFd, status[1], parent,
+               CPU_COUNT(&cpus) > 0 ? &cpus : nullptr);
   }
   ::setpgid(pid, pid);  // Also in the parent, so the group exists before anyone signals it.
   result.pid = pid;

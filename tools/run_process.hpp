@@ -20,6 +20,7 @@ struct SpawnRequest {
   const std::vector<std::string>* env = nullptr;   ///< NAME=value entries.
   bool captureOutput = false;  ///< Pipes for stdout/stderr instead of inheriting them.
   int stdinFd = -1;            ///< Duplicated onto the rank's stdin; -1 inherits it.
+  int cpu = -1;                ///< The one CPU the rank may run on; -1 inherits the mask.
 };
 
 /// A started rank, or why it could not start.

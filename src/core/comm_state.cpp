@@ -33,14 +33,7 @@ CommState::CommState(std::unique_ptr<transport::Transport> transport, Config con
                             topology_->name, rank_, size_, topology_->rankCount(), size_));
   }
   if (config_.faultRank >= 0 && config_.faultRank != rank_) config_.faultDelay = {};
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  const int usable = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  yieldWhileSpinning_ = transport_->ranksOnThisHost() > usable;
-  spin_ = config_.spin.count() >= 0 ? config_.spin : std::chrono::microseconds(20);
-  log::info(rank_, "waiting: {} ranks on this host, {} CPUs: poll {} us{} before sleeping",
-            transport_->ranksOnThisHost(), usable, spin_.count(),
-            yieldWhileSpinning_ ? " (yielding between polls)" : "");
+  chooseWaitPolicy();
   if (!config_.tracePath.empty()) {
     tracer_ = std::make_unique<Tracer>(config_.tracePath, rank_, size_, config_.traceSteps);
   }
@@ -385,45 +378,6 @@ void CommState::requireQueued(const Operation& op) const {
                             "groupEnd first",
                             rank_, size_, op.describe()));
   }
-}
-
-bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
-  requireQueued(op);
-  transport::Doorbell& bell = transport_->doorbell();
-  auto spinEnd = Clock::now() + spin_;
-  uint32_t polls = 0;
-  while (!op.finished()) {
-    if (poll()) {
-      polls = 0;
-      spinEnd = Clock::now() + spin_;
-      continue;
-    }
-    if (op.finished()) break;
-    // Between cheap polls, look at the clock, peers' health and deadlines only now and then.
-    if ((++polls & 63) != 0) {
-      transport::cpuRelax();
-      continue;
-    }
-    // After the first microseconds of polling, give the core away between polls when it is
-    // needed elsewhere (a peer rank or any other process may be waiting for it).
-    if (yieldWhileSpinning_ || polls >= 1024) sched_yield();
-    auto now = Clock::now();
-    if (failIfStuck(now)) break;
-    if (until && now >= *until) return false;
-    if (now < spinEnd) continue;
-    uint32_t sequence = transport::prepareSleep(bell);
-    if (poll()) {
-      transport::cancelSleep(bell);
-      spinEnd = Clock::now() + spin_;
-      continue;
-    }
-    auto wake = std::min(queue_.empty() ? now : queue_.front()->deadline,
-                         now + std::chrono::milliseconds(100));
-    if (until) wake = std::min(wake, *until);
-    transport::sleep(bell, sequence, wake - now);
-    transport::cancelSleep(bell);
-  }
-  return true;
 }
 
 void CommState::fail(Operation& op, ErrorCode code, const std::string& message) {

@@ -103,6 +103,9 @@ class CommState {
   /// signatures and fails the same way, so no message of the call is ever sent.
   void failSignatureCheck(Operation& check, const std::string& message);
   void failQueued(ErrorCode code, const std::string& reason);
+  /// Sets spin_ and yieldWhileSpinning_ from the configuration and the CPUs the
+  /// host's ranks have (comm_wait.cpp).
+  void chooseWaitPolicy();
   /// abort() and revoke(): fails everything queued or held with `reason`, tells the peers.
   void quiesce(const char* reason);
   /// GROVE_TRACE: records `op` as a finished call.

@@ -235,6 +235,49 @@ def case_bad_flags():
         fail("a missing -n is not reported", proc)
 
 
+def allowed_cpus(mask_list):
+    """The CPUs of a Cpus_allowed_list such as "0-2,5"."""
+    cpus = set()
+    for part in mask_list.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def case_bind():
+    own = sorted(os.sched_getaffinity(0))
+    report = "grep Cpus_allowed_list /proc/self/status | cut -f2 | sed \"s/^/$GROVE_RANK /\""
+
+    def masks(args):
+        proc = grove_run(args + ["sh", "-c", report])
+        expect(proc, 0)
+        found = {}
+        for line in proc.stdout.split("\n"):
+            if line.strip():
+                rank, mask = line.split()
+                found[int(rank)] = allowed_cpus(mask)
+        return found, proc
+
+    # As many ranks as CPUs (at most 4): rank r runs on the r-th CPU this process may use.
+    n = min(len(own), 4)
+    found, proc = masks(["-n", str(n)])
+    if found != {r: {own[r]} for r in range(n)}:
+        fail("with %d ranks on CPUs %s the ranks' CPUs were %s" % (n, own, found), proc)
+    found, proc = masks(["-n", str(n), "--bind", "none"])
+    if found != {r: set(own) for r in range(n)}:
+        fail("--bind none: the ranks' CPUs were %s, expected all of %s" % (found, own), proc)
+    # More ranks than CPUs: auto leaves them unbound, core refuses naming the counts.
+    found, proc = masks(["-n", str(len(own) + 1)])
+    if found != {r: set(own) for r in range(len(own) + 1)}:
+        fail("more ranks than CPUs: the ranks' CPUs were %s, expected all of %s" % (found, own),
+             proc)
+    expect(grove_run(["-n", str(len(own) + 1), "--bind", "core", "true"]), 1,
+           r"--bind core: %d ranks but this launcher may run on only %d CPUs" %
+           (len(own) + 1, len(own)))
+    expect(grove_run(["-n", "2", "--bind", "socket", "true"]), 1,
+           r"--bind: 'socket' is not a binding \(expected auto, core or none\)")
+
+
 def case_shm_cleanup():
     if not os.path.isdir("/dev/shm"):
         return
