@@ -30,6 +30,13 @@ FUZZ_SECONDS ?= 30
 CMAKE ?= cmake
 CTEST ?= ctest
 
+# ccache (used when installed, see CMakeLists.txt): paths under this tree are hashed relative
+# to it and the build directory is left out of the hash, so a fresh clone elsewhere reuses
+# what another clone compiled; room for the four presets (ASan objects carry debug info).
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
+export CCACHE_MAXSIZE ?= 16G
+
 # The stages share two cores and each cmake --build is already parallel: run them in order.
 .NOTPARALLEL:
 .DEFAULT_GOAL := all

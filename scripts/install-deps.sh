@@ -16,6 +16,7 @@ readonly PACKAGES=(
   build-essential     # C and C++ compilers, make
   cmake               # the build system (presets need 3.25)
   pkg-config          # checks the installed grove.pc (tests/install)
+  ccache              # compiler cache: make test builds four presets, CI from a fresh clone
   libgtest-dev        # GoogleTest: unit and multirank tests
   libgmock-dev        # GoogleMock matchers used by the tests
   nlohmann-json3-dev  # JSON output and input (grove perf -J, topology files)
