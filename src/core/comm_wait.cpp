@@ -16,13 +16,19 @@ using Clock = std::chrono::steady_clock;
 namespace {
 // How long a waiting rank polls without ever giving its core away (see waitFor).
 constexpr std::chrono::microseconds kPollBeforeYielding{2};
-// Where ranks outnumber CPUs a waiting rank hands its core over every kPollsPerYield polls,
-// and polls that way for kOversubscribedSpin before sleeping: a peer that yields is ready to
-// run again at once, one that sleeps needs a futex wake first. 4 processes on 2 CPUs, 8 B
-// allreduce, 3 runs each: yielding every 64 polls and sleeping after 20 us, 10-17 us per
-// call; every 8 polls and after 200 us, 3-7 us (Open MPI: 3-9 us).
+// How long a waiting rank polls before it sleeps on its doorbell (GROVE_SPIN_US overrides
+// it). A sleeping rank runs again only after a futex wake, which on a virtual machine whose
+// CPUs went idle took 10-250 us; its peers, already in their next call, then give up polling
+// and sleep too, and the lag passes from call to call. 2 processes, `grove perf allreduce -b
+// 8 -e 256M -n 10`, 8 runs each: polling 20 us, the 32 B size (the first after the 8 B
+// checks) took 2.6-5.7 us per call in 5 runs of 8; polling 200 us, at most 0.92 us; 500 us
+// and 1 ms were no better.
+constexpr std::chrono::microseconds kDefaultSpin{200};
+// Where ranks outnumber CPUs a waiting rank hands its core over every kPollsPerYield polls: a
+// peer that yields is ready to run again at once, one that sleeps needs a futex wake first.
+// 4 processes on 2 CPUs, 8 B allreduce, 3 runs each: yielding every 64 polls and sleeping
+// after 20 us, 10-17 us per call; every 8 polls and after 200 us, 3-7 us (Open MPI: 3-9 us).
 constexpr uint32_t kPollsPerYield = 8;
-constexpr std::chrono::microseconds kOversubscribedSpin{200};
 
 // How many CPUs this host's ranks have between them, as far as this rank can tell: its own
 // affinity mask, unless that is a single CPU while the host has a CPU for every rank — a
@@ -39,9 +45,7 @@ int cpusForLocalRanks(int localRanks) {
 void CommState::chooseWaitPolicy() {
   const int usable = cpusForLocalRanks(transport_->ranksOnThisHost());
   yieldWhileSpinning_ = transport_->ranksOnThisHost() > usable;
-  spin_ = config_.spin.count() >= 0 ? config_.spin
-          : yieldWhileSpinning_     ? kOversubscribedSpin
-                                    : std::chrono::microseconds(20);
+  spin_ = config_.spin.count() >= 0 ? config_.spin : kDefaultSpin;
   log::info(rank_, "waiting: {} ranks on this host, {} CPUs: poll {} us{} before sleeping",
             transport_->ranksOnThisHost(), usable, spin_.count(),
             yieldWhileSpinning_ ? " (yielding between polls)" : "");

@@ -24,14 +24,12 @@ struct Config {
   /// GROVE_FIFO_DEPTH (default 4, at least 2: the ring's fused steps hold one slot while
   /// they wait for the next): slots per FIFO.
   uint32_t fifoDepth = 4;
-  /// GROVE_SPIN_US (default 20, or 200 when the host's ranks outnumber its CPUs; -1 here
-  /// means the default): how long a waiting rank polls before it sleeps on its doorbell.
-  /// Polling yields the core every 64 polls after its first 2 microseconds (every 8 polls
-  /// from the start when ranks outnumber CPUs), because on a shared machine the peer being
-  /// waited for may need exactly this core (see comm_wait.cpp). Sleeping costs a
-  /// futex wake of about 10 us, and two ranks that sleep in turn pay it on every call: 2
-  /// processes, 8-512 B allreduce on a quiet 2-core host, 6 interleaved runs each: at 20 us
-  /// 17 of 18 sizes took 0.47-0.70 us per call; at 5 us 5 of 18 took 5.5-13 us.
+  /// GROVE_SPIN_US (default 200; -1 here means the default): how long a waiting rank polls
+  /// before it sleeps on its doorbell. Polling yields the core every 64 polls after its
+  /// first 2 microseconds (every 8 polls from the start when the host's ranks outnumber its
+  /// CPUs), because on a shared machine the peer being waited for may need exactly this
+  /// core. Sleeping is cheap for the sleeper but costs a futex wake (10-250 us on a virtual
+  /// machine) before it runs again; comm_wait.cpp has the measurements behind the default.
   std::chrono::microseconds spin{-1};
 
   /// GROVE_TOPO_FILE: the communicator's topology, a preset spec ("dgx1v:0,1,4") or a JSON
