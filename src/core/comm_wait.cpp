@@ -27,7 +27,8 @@ constexpr std::chrono::microseconds kDefaultSpin{200};
 // Where ranks outnumber CPUs a waiting rank hands its core over every kPollsPerYield polls: a
 // peer that yields is ready to run again at once, one that sleeps needs a futex wake first.
 // 4 processes on 2 CPUs, 8 B allreduce, 3 runs each: yielding every 64 polls and sleeping
-// after 20 us, 10-17 us per call; every 8 polls and after 200 us, 3-7 us (Open MPI: 3-9 us).
+// after 20 us, 9.7-17 us per call; every 8 polls and after 200 us, 2.9-6.9 us (Open MPI:
+// 3-9 us).
 constexpr uint32_t kPollsPerYield = 8;
 
 // How many CPUs this host's ranks have between them, as far as this rank can tell: its own
