@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 
@@ -23,8 +24,10 @@ struct PeerMemoryGone {
 };
 
 // How long a call waits for the failure machinery to explain an unreadable peer buffer
-// before it fails with the read error itself. A failure reaches every rank in about 0.1 s.
-constexpr std::chrono::seconds kUnreadableGrace{2};
+// before it fails with the read error itself. A failure reaches every rank in about 0.1 s,
+// but took up to 2.0 s with two ASan fault tests sharing 2 CPUs (2 s of grace then named
+// the unreadable buffer instead of the dead rank).
+constexpr std::chrono::seconds kUnreadableGrace{10};
 
 // Message kinds (the first byte of every message of the protocol).
 constexpr uint8_t kHello = 1;
@@ -65,6 +68,7 @@ void DirectExecution::start(const DirectCall& call, transport::Transport& transp
   call_ = call;
   call_.tag.algorithm = algorithmTag(kDirectAlgorithm);
   memory_ = transport.peerMemory();
+  transport_ = &transport;
   elementBytes_ = dataTypeSize(call.type);
   peers_.assign(static_cast<size_t>(call.nranks), Peer{});
   for (int q = 0; q < call.nranks; ++q) {
@@ -398,6 +402,17 @@ Progress DirectExecution::advance() {
         }
       }
       if (!sent || !all) return phase_ != before ? Progress::kMoved : Progress::kBlocked;
+      // A peer's "done" says it finished reading, not that its buffers stay put: a peer that
+      // then saw a failure left the call and its buffers may have been freed or reused while
+      // this rank still read them (seen as a wrong result under ASan, whose free() writes
+      // into the freed block). A rank marks itself failed before it leaves the call, so what
+      // was read is trusted only if no peer is marked now; otherwise the failure machinery
+      // fails the call naming the origin.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (const int failed = transport_->failedPeer(); failed >= 0) {
+        waitingFor_ = failed;
+        return Progress::kBlocked;
+      }
       phase_ = Phase::kFinished;
     }
   } catch (const PeerMemoryGone& gone) {

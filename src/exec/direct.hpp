@@ -125,6 +125,7 @@ class DirectExecution {
 
   DirectCall call_;
   transport::PeerMemory* memory_ = nullptr;
+  transport::Transport* transport_ = nullptr;  ///< For failedPeer() before finishing.
   size_t elementBytes_ = 1;
   std::vector<Peer> peers_;  ///< By rank; this rank's entry is unused.
   Phase phase_ = Phase::kHello;
