@@ -33,8 +33,11 @@ def fail(message):
     sys.stderr.write("shrink_test: FAIL: %s\n" % message)
 
 
-def run(example, label, n, kills, steps, tcp=False, file_store=False, timeout=10):
-    """Runs n ranks with the kill schedule {step: rank}; checks the outcome."""
+def run(example, label, n, kills, steps, tcp=False, file_store=False, timeout=10, attempt=1):
+    """Runs n ranks with the kill schedule {step: rank}; checks the outcome. The store port is
+    picked free and then bound by rank 0, so another test may take it in between: that run
+    is repeated with a new port (up to 3 attempts) instead of failing."""
+    problems = []
     job = "fshrink%d%06d" % (os.getpid(), random.randrange(10**6))
     schedule = ",".join("%d:%d" % (s, r) for s, r in sorted(kills.items()))
     port = fault_test.free_port()
@@ -64,21 +67,34 @@ def run(example, label, n, kills, steps, tcp=False, file_store=False, timeout=10
         except subprocess.TimeoutExpired:
             p.kill()
             out, err = p.communicate()
-            fail("%s: rank %d hung:\n%s%s" % (label, rank, out, err))
+            problems.append("%s: rank %d hung:\n%s%s" % (label, rank, out, err))
             continue
         if rank in victims:
             if p.returncode != -9:
-                fail("%s: rank %d should have died by SIGKILL, status %s:\n%s%s" %
+                problems.append("%s: rank %d should have died by SIGKILL, status %s:\n%s%s" %
                      (label, rank, p.returncode, out, err))
             continue
         lines = out.splitlines()
         final = [l.split(": ", 1)[1] for l in lines if " loss " in l and "weights" in l]
         if p.returncode != 0 or not final or "identical on all %d survivors: yes" % (
                 n - len(victims)) not in out:
-            fail("%s: survivor %d ended with status %s:\n%s%s" % (label, rank, p.returncode, out,
-                                                                 err))
+            problems.append("%s: survivor %d ended with status %s:\n%s%s" %
+                            (label, rank, p.returncode, out, err))
             continue
         finals[rank] = final[-1]
+    taken = "cannot listen on port %d" % port
+    if attempt < 3 and not file_store and any(taken in p for p in problems):
+        sys.stderr.write("shrink_test: %s: store port %d was taken by another process; again\n" %
+                         (label, port))
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if store_dir:
+            subprocess.run(["rm", "-rf", store_dir], check=False)
+        return run(example, label, n, kills, steps, tcp, file_store, timeout, attempt + 1)
+    for problem in problems:
+        fail(problem)
     if len(set(finals.values())) > 1:
         fail("%s: survivors disagree on the final weights: %s" % (label, finals))
     for what in fault_test.leftovers(job):
