@@ -55,13 +55,12 @@ void CommState::chooseWaitPolicy() {
 bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
   requireQueued(op);
   transport::Doorbell& bell = transport_->doorbell();
-  const std::chrono::microseconds spin = spin_;
-  auto spinEnd = Clock::now() + spin;
+  auto spinEnd = Clock::now() + spin_;
   uint32_t polls = 0;
   while (!op.finished()) {
     if (poll()) {
       polls = 0;
-      spinEnd = Clock::now() + spin;
+      spinEnd = Clock::now() + spin_;
       continue;
     }
     if (op.finished()) break;
@@ -80,7 +79,7 @@ bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
     // waker's CPU); without the yield each would poll its whole spin while the other waits
     // for the core, and every call would cost a spin plus a futex wake (27 us, not 0.5).
     auto now = Clock::now();
-    if (yieldWhileSpinning_ || now >= spinEnd - spin + kPollBeforeYielding) {
+    if (yieldWhileSpinning_ || now >= spinEnd - spin_ + kPollBeforeYielding) {
       sched_yield();
       now = Clock::now();
     }
@@ -90,7 +89,7 @@ bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
     uint32_t sequence = transport::prepareSleep(bell);
     if (poll()) {
       transport::cancelSleep(bell);
-      spinEnd = Clock::now() + spin;
+      spinEnd = Clock::now() + spin_;
       continue;
     }
     auto wake = std::min(queue_.empty() ? now : queue_.front()->deadline,
