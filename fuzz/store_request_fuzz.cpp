@@ -34,7 +34,7 @@ void run(std::string_view in, size_t maxKey, size_t maxValue) {
         require(request.frameBytes <= largest);
         return;
       case Outcome::kComplete: {
-        require(request.op >= wire::kSet && request.op <= wire::kCheck);
+        require(request.op >= wire::kSet && request.op <= wire::kLastOp);
         require(request.frameBytes <= in.size() && request.frameBytes <= largest);
         require(request.key.size() <= maxKey && request.value.size() <= maxValue);
         if (request.op == wire::kGet || request.op == wire::kCheck) {

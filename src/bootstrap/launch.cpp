@@ -8,7 +8,10 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
+#include <fstream>
+#include <sstream>
 #include <string_view>
 
 #include "bootstrap/socket.hpp"
@@ -112,6 +115,35 @@ void readRendezvous(const Getenv& getenv, const Launcher& launcher, LaunchInfo* 
                           launcher.source, launcher.rank, lookup(getenv, launcher.rank)));
 }
 
+// GROVE_SECRET, else the contents of GROVE_SECRET_FILE (trailing white space and newlines
+// cut, so `openssl rand -hex 16 > f` works); a file that cannot be read or holds nothing is
+// an error, since silently running without the secret the user asked for is worse.
+std::string readSecret(const Getenv& getenv) {
+  if (const char* secret = getenv("GROVE_SECRET"); secret != nullptr && *secret != '\0') {
+    return secret;
+  }
+  const char* path = lookup(getenv, "GROVE_SECRET_FILE");
+  if (path == nullptr) return {};
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (!file) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("GROVE_SECRET_FILE='{}' cannot be read (expected a readable file "
+                            "holding the job secret)",
+                            path));
+  }
+  std::string secret = text.str();
+  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back())) != 0) {
+    secret.pop_back();
+  }
+  if (secret.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("GROVE_SECRET_FILE='{}' is empty (expected the job secret)", path));
+  }
+  return secret;
+}
+
 }  // namespace
 
 std::optional<LaunchInfo> detectLaunch(const Getenv& getenv) {
@@ -147,7 +179,7 @@ std::optional<LaunchInfo> detectLaunch(const Getenv& getenv) {
                        : fmt::format("an integer in [0, {}={})", launcher.size, info.worldSize));
     }
     readRendezvous(getenv, launcher, &info);
-    if (const char* secret = getenv("GROVE_SECRET")) info.secret = secret;
+    info.secret = readSecret(getenv);
     return info;
   }
   return std::nullopt;

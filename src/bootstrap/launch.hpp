@@ -16,7 +16,8 @@ struct LaunchInfo {
   int localSize = 0;     ///< Processes on this host, 0 when unknown.
   std::string rootHost;  ///< Host (name or address) of the rendezvous store.
   uint16_t rootPort = 0;
-  std::string secret;  ///< Job secret (GROVE_SECRET), may be empty.
+  /// Job secret: GROVE_SECRET, else the contents of GROVE_SECRET_FILE; may be empty.
+  std::string secret;
   /// GROVE_STORE=file:DIR: rendezvous through files in DIR (a shared file system, fresh per
   /// job) instead of the TCP store; rootHost/rootPort are then unused.
   std::string storeDirectory;

@@ -46,6 +46,32 @@ std::string Rendezvous::await(const std::string& key, const std::string& what) {
   return store_.get(full, timeout_);
 }
 
+std::string Rendezvous::awaitStore(const std::string& key, const std::string& what) {
+  const std::string full = prefix_ + key;
+  const auto deadline = Clock::now() + timeout_;
+  auto pause = std::chrono::microseconds(200);
+  std::string lastError;
+  while (true) {
+    try {
+      if (store_.check(full)) return store_.get(full, timeout_);
+    } catch (const Error& error) {
+      if (error.code() == ErrorCode::kInvalidUsage || error.code() == ErrorCode::kInvalidArgument) {
+        throw;
+      }
+      lastError = error.what();
+    }
+    if (Clock::now() >= deadline) {
+      throw Error(
+          ErrorCode::kTimeout,
+          fmt::format("grove init (rank {} of {}): {} did not arrive within {} s{}", rank_, size_,
+                      what, std::chrono::duration_cast<std::chrono::seconds>(timeout_).count(),
+                      lastError.empty() ? "" : " (last store error: " + lastError + ")"));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(20'000));
+  }
+}
+
 void Rendezvous::barrier(const std::string& name) {
   store_.set(fmt::format("{}{}/{}", prefix_, name, rank_), "1");
   for (int q = 0; q < size_; ++q) {

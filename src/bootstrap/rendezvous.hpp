@@ -20,6 +20,11 @@ class Rendezvous {
   /// timeout (naming `what`, e.g. "rank 3", and any connection the store refused).
   std::string await(const std::string& key, const std::string& what);
 
+  /// Like await, for the first key of a rendezvous: a store that is not up yet, or whose
+  /// connection breaks (the server of an earlier communicator going away), is redialled until
+  /// the timeout instead of failing. A refused secret still fails at once.
+  std::string awaitStore(const std::string& key, const std::string& what);
+
   /// Every rank sets prefix+"ready/<rank>" and awaits the others'.
   void barrier(const std::string& name);
 

@@ -147,6 +147,12 @@ UniqueFd connectWithRetry(const std::string& host, uint16_t port, Clock::time_po
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* list = nullptr;
     int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &list);
+    if (rc != 0 && rc != EAI_AGAIN && rc != EAI_SYSTEM && rc != EAI_MEMORY) {
+      // The name does not exist (a typo in GROVE_ROOT or MASTER_ADDR): waiting cannot help.
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("cannot connect to the {} at {}: cannot resolve host '{}': {}", what,
+                              formatHostPort(host, port), host, gai_strerror(rc)));
+    }
     if (rc != 0) {
       lastError = std::string("cannot resolve host: ") + gai_strerror(rc);
     } else {

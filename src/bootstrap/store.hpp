@@ -34,6 +34,14 @@ class Store {
   virtual int64_t add(std::string_view key, int64_t delta) = 0;
   /// Whether `key` is set now (no waiting).
   virtual bool check(std::string_view key) = 0;
+  /// A "last will": when this client's connection to the store ends before the will is
+  /// cancelled (its process died, or the connection broke), the store sets `key` to `value`.
+  /// An empty `value` cancels the will for `key`. Stores without connections (the file
+  /// store) cannot tell and ignore it; so does the default.
+  virtual void setOnClose(std::string_view /*key*/, std::string_view /*value*/) {}
+  /// After this, a broken connection to the store is an error at once (kRemoteError) instead
+  /// of being redialled until the timeout: for a server whose loss means the job is gone.
+  virtual void failOnDisconnect() {}
 };
 
 }  // namespace grove::bootstrap

@@ -61,6 +61,8 @@ class TcpStoreClient : public Store {
   std::string get(std::string_view key, std::chrono::milliseconds timeout) override;
   int64_t add(std::string_view key, int64_t delta) override;
   bool check(std::string_view key) override;
+  void setOnClose(std::string_view key, std::string_view value) override;
+  void failOnDisconnect() override;
 
   /// "host:port" of the server (for messages).
   std::string address() const;
@@ -76,6 +78,8 @@ class TcpStoreClient : public Store {
   std::chrono::milliseconds timeout_;
   std::mutex mutex_;
   UniqueFd fd_;
+  bool failOnDisconnect_ = false;  // See Store::failOnDisconnect.
+  std::string lost_;               // Non-empty: the connection was lost for good, and why.
 };
 
 }  // namespace grove::bootstrap

@@ -6,6 +6,8 @@
 // server forgets a waiter when its connection closes.
 #include <fmt/format.h>
 
+#include <thread>
+
 #include "bootstrap/auth.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "bootstrap/tcp_store_wire.hpp"
@@ -42,9 +44,22 @@ TcpStoreClient::~TcpStoreClient() = default;
 std::string TcpStoreClient::address() const { return formatHostPort(host_, port_); }
 
 void TcpStoreClient::connect(Clock::time_point deadline) {
-  UniqueFd fd = connectWithRetry(host_, port_, deadline, "store server");
-  authenticate(fd.get(), secret_, false, "store client", deadline);
-  fd_ = std::move(fd);
+  auto backoff = std::chrono::milliseconds(10);
+  while (true) {
+    UniqueFd fd = connectWithRetry(host_, port_, deadline, "store server");
+    try {
+      authenticate(fd.get(), secret_, false, "store client", deadline);
+      fd_ = std::move(fd);
+      return;
+    } catch (const Error& error) {
+      // A server going away (the store of a communicator being destroyed while this process
+      // already makes the next one) resets the handshake: dial again. A refused secret or a
+      // timeout is final.
+      if (error.code() != ErrorCode::kSystemError || Clock::now() + backoff >= deadline) throw;
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+  }
 }
 
 std::string TcpStoreClient::request(uint8_t op, std::string_view opName, std::string_view key,
@@ -61,6 +76,7 @@ std::string TcpStoreClient::request(uint8_t op, std::string_view opName, std::st
   std::lock_guard lock(mutex_);
   const auto deadline = Clock::now() + timeout;
   std::string what = fmt::format("store {} of key '{}' (store server {})", opName, key, address());
+  if (!lost_.empty()) throw Error(ErrorCode::kRemoteError, fmt::format("{}: {}", what, lost_));
   bool connected = fd_.valid();
   try {
     if (!connected) connect(deadline);
@@ -84,6 +100,15 @@ std::string TcpStoreClient::request(uint8_t op, std::string_view opName, std::st
     return payload;
   } catch (const Error& error) {
     if (error.code() != ErrorCode::kInvalidUsage || !fd_.valid()) fd_.reset();
+    // A request that timed out drops the connection on purpose (see the top); any other
+    // loss, once the store's loss means the job is gone, ends every later request too.
+    if (failOnDisconnect_ && connected && !fd_.valid() && error.code() != ErrorCode::kTimeout) {
+      lost_ = fmt::format(
+          "the connection to the store server was lost (the process serving it ended, or the "
+          "network failed): {}",
+          error.what());
+      throw Error(ErrorCode::kRemoteError, lost_);
+    }
     if (error.code() == ErrorCode::kTimeout) {
       throw Error(ErrorCode::kTimeout,
                   connected ? fmt::format("{} timed out after {} ms", what, timeout.count())
@@ -129,6 +154,21 @@ bool TcpStoreClient::check(std::string_view key) {
                             key, address(), payload.size()));
   }
   return payload[0] != 0;
+}
+
+void TcpStoreClient::setOnClose(std::string_view key, std::string_view value) {
+  if (value.size() > wire::kMaxOnCloseValueBytes) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("store onClose of key '{}': the value is {} bytes (expected at most "
+                            "{})",
+                            key, value.size(), wire::kMaxOnCloseValueBytes));
+  }
+  request(wire::kOnClose, "onClose", key, value, timeout_);
+}
+
+void TcpStoreClient::failOnDisconnect() {
+  std::lock_guard lock(mutex_);
+  failOnDisconnect_ = true;
 }
 
 }  // namespace grove::bootstrap

@@ -5,6 +5,9 @@
 // as it is read, before the buffer may grow further. A `get` for a missing key parks the
 // connection in a waiter table (it reads no further requests until answered); a `set` or
 // `add` of that key answers it. Anything malformed closes that one connection with a warning.
+// A connection may leave "last wills" (onClose): values the server sets when it closes
+// without having cancelled them, which is how ranks learn at once that a peer's process
+// ended in the middle of the rendezvous.
 #include <fmt/format.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -51,7 +54,8 @@ struct Connection {
   size_t outOffset = 0;
   bool waiting = false;  // A get is parked in the waiter table.
   std::string waitKey;
-  uint32_t events = 0;  // Current epoll interest.
+  uint32_t events = 0;                                       // Current epoll interest.
+  std::vector<std::pair<std::string, std::string>> onClose;  // key, value: set when it closes
 };
 
 }  // namespace
@@ -328,6 +332,18 @@ void TcpStoreServer::Impl::handleFrame(uint64_t id, Connection& c, uint8_t op, s
       respond(c, wire::kOk,
               values.count(key) != 0 ? std::string_view("\1", 1) : std::string_view("\0", 1));
       return;
+    case wire::kOnClose: {
+      std::erase_if(c.onClose, [&key](const auto& will) { return will.first == key; });
+      if (!value.empty()) {
+        if (c.onClose.size() >= wire::kMaxOnClosePerConnection) {
+          return respond(c, wire::kError,
+                         fmt::format("onClose: a connection may hold at most {} (key '{}')",
+                                     wire::kMaxOnClosePerConnection, key));
+        }
+        c.onClose.emplace_back(std::move(key), std::move(value));
+      }
+      return respond(c, wire::kOk, {});
+    }
     default:
       throw ProtocolError(fmt::format("unknown opcode {:#04x}", op));
   }
@@ -401,7 +417,12 @@ void TcpStoreServer::Impl::close(uint64_t id, std::string_view why) {
     if (w != waiters.end()) std::erase(w->second, id);
     if (w != waiters.end() && w->second.empty()) waiters.erase(w);
   }
+  std::vector<std::pair<std::string, std::string>> wills = std::move(c.onClose);
   connections.erase(it);  // Closing the descriptor also removes it from the epoll set.
+  for (auto& [key, value] : wills) {
+    values[key] = std::move(value);
+    wakeWaiters(key);
+  }
 }
 
 void TcpStoreServer::Impl::drop(uint64_t id, std::string_view why) {

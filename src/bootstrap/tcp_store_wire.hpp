@@ -4,7 +4,9 @@
 // Response: status u8 | payload length u64 | payload
 // Integers are little-endian. set carries the value; get and check carry none; add carries
 // the delta as an 8-byte signed integer. Responses: set → empty; get → the value; add → the
-// new value (8 bytes); check → one byte 0/1; status 1 (error) → a message.
+// new value (8 bytes); check → one byte 0/1; status 1 (error) → a message. onClose carries a
+// value of at most kMaxOnCloseValueBytes (empty: cancel) that the server sets under the key
+// when the connection closes without cancelling it (a "last will"); it answers empty.
 // decodeRequest is the one place the server parses requests, kept pure so it can be fuzzed.
 #pragma once
 
@@ -17,7 +19,13 @@
 
 namespace grove::bootstrap::wire {
 
-enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4 };
+enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kOnClose = 5 };
+inline constexpr uint8_t kLastOp = kOnClose;
+
+/// Longest value an onClose request may leave behind, and how many a connection may hold:
+/// what a client can make the server keep per connection stays small.
+inline constexpr size_t kMaxOnCloseValueBytes = 4096;
+inline constexpr size_t kMaxOnClosePerConnection = 8;
 enum Status : uint8_t { kOk = 0, kError = 1 };
 
 inline constexpr size_t kResponseHeaderBytes = 9;
@@ -68,7 +76,7 @@ struct DecodedRequest {
 /// arbitrary bytes). Every field is checked as soon as it is read, before the caller may
 /// allocate for it: the opcode, the key length against `maxKeyBytes`, the value length
 /// against `maxValueBytes`, and the value length each opcode requires (get and check: 0,
-/// add: 8).
+/// add: 8, onClose: at most kMaxOnCloseValueBytes).
 inline DecodedRequest decodeRequest(std::string_view in, size_t maxKeyBytes, size_t maxValueBytes) {
   DecodedRequest result;
   auto malformed = [&result](std::string why) {
@@ -78,8 +86,8 @@ inline DecodedRequest decodeRequest(std::string_view in, size_t maxKeyBytes, siz
   };
   if (in.empty()) return result;
   const auto op = static_cast<uint8_t>(in[0]);
-  if (op < kSet || op > kCheck) {
-    return malformed(fmt::format("unknown opcode {:#04x} (expected 1 to 4)", op));
+  if (op < kSet || op > kLastOp) {
+    return malformed(fmt::format("unknown opcode {:#04x} (expected 1 to {})", op, kLastOp));
   }
   result.op = op;
   if (in.size() < kRequestPrefixBytes) return result;
@@ -101,6 +109,10 @@ inline DecodedRequest decodeRequest(std::string_view in, size_t maxKeyBytes, siz
   }
   if (op == kAdd && valueBytes != 8) {
     return malformed(fmt::format("an add request's value is {} bytes (expected 8)", valueBytes));
+  }
+  if (op == kOnClose && valueBytes > kMaxOnCloseValueBytes) {
+    return malformed(fmt::format("an onClose request's value is {} bytes (expected at most {})",
+                                 valueBytes, kMaxOnCloseValueBytes));
   }
   result.frameBytes = valueAt + valueBytes;
   if (in.size() < result.frameBytes) return result;

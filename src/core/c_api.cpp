@@ -124,6 +124,27 @@ std::pair<ErrorCode, std::string> runGroups(const std::vector<groveComm_t>& comm
 
 }  // namespace
 
+IdServers& idServers() {
+  static IdServers servers;
+  return servers;
+}
+
+std::shared_ptr<void> serverForId(uint16_t port) {
+  IdServers& servers = idServers();
+  std::lock_guard lock(servers.mutex);
+  if (auto it = servers.unused.find(port); it != servers.unused.end()) {
+    std::shared_ptr<bootstrap::TcpStoreServer> server = std::move(it->second);
+    servers.unused.erase(it);
+    servers.used[port] = server;
+    return server;
+  }
+  auto it = servers.used.find(port);
+  if (it == servers.used.end()) return nullptr;
+  std::shared_ptr<bootstrap::TcpStoreServer> server = it->second.lock();
+  if (server == nullptr) servers.used.erase(it);
+  return server;
+}
+
 void setLastError(std::string message) { tLastError = std::move(message); }
 
 groveResult_t fail(ErrorCode code, std::string message) {
@@ -198,11 +219,9 @@ groveResult_t groveGetUniqueId(groveUniqueId* uniqueId) {
     contents.port = server->port();
     std::memset(uniqueId->internal, 0, sizeof(uniqueId->internal));
     grove::bootstrap::encodeUniqueId(contents, uniqueId->internal);
-    // The store must outlive every communicator made from this id: keep it for the process.
-    static std::mutex mutex;
-    static std::vector<std::shared_ptr<grove::bootstrap::TcpStoreServer>> servers;
-    std::lock_guard lock(mutex);
-    servers.push_back(std::move(server));
+    grove::capi::IdServers& servers = grove::capi::idServers();
+    std::lock_guard lock(servers.mutex);
+    servers.unused[contents.port] = std::move(server);
   });
 }
 
@@ -233,7 +252,8 @@ groveResult_t groveCommInitRank(groveComm_t* comm, int nranks, groveUniqueId com
     info.secret = id->secret;
     info.source = "groveCommInitRank";
     auto handle = std::make_unique<groveComm>();
-    handle->comm = grove::Communicator::fromState(grove::detail::bootstrapProcess(info, false));
+    handle->comm = grove::Communicator::fromState(
+        grove::detail::bootstrapProcess(info, false, grove::capi::serverForId(id->port)));
     *comm = handle.release();
   });
 }

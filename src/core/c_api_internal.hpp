@@ -8,6 +8,10 @@
 // groveGetLastError.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -20,7 +24,27 @@ struct groveComm {
   grove::Communicator comm;
 };
 
+namespace grove::bootstrap {
+class TcpStoreServer;
+}
+
 namespace grove::capi {
+
+/// The store servers groveGetUniqueId started in this process, by port. An id's server runs
+/// until the first communicator made from it in this process; from then on it lives as long
+/// as the communicators made from it here (each holds it), so init/destroy cycles with fresh
+/// ids leave no server, thread or socket behind. An id never used here keeps its server for
+/// the process's lifetime: its ranks may all be elsewhere.
+struct IdServers {
+  std::mutex mutex;
+  std::map<uint16_t, std::shared_ptr<bootstrap::TcpStoreServer>> unused;
+  std::map<uint16_t, std::weak_ptr<bootstrap::TcpStoreServer>> used;
+};
+IdServers& idServers();
+
+/// The server of the id whose store listens on `port`, if this process runs it (see
+/// IdServers), else null.
+std::shared_ptr<void> serverForId(uint16_t port);
 
 /// Stores `message` as the calling thread's last error.
 void setLastError(std::string message);

@@ -46,6 +46,7 @@ Config Config::fromEnvironment() {
     config.spin = std::chrono::microseconds(readNumber("GROVE_SPIN_US", 0, 0, 1'000'000));
   }
   config.verifyPlans = readNumber("GROVE_VERIFY", 0, 0, 1) == 1;
+  config.requireSecret = readNumber("GROVE_REQUIRE_SECRET", 0, 0, 1) == 1;
   config.checkSignatures = readNumber("GROVE_CHECK", 0, 0, 1) == 1;
   config.checksum = readNumber("GROVE_CHECKSUM", 0, 0, 1) == 1;
   config.faultDelay =

@@ -38,6 +38,10 @@ struct Config {
   /// each peer at the address the topology gives for the link to it.
   std::string topoFile;
 
+  /// GROVE_REQUIRE_SECRET=1: a process job without a secret (GROVE_SECRET or
+  /// GROVE_SECRET_FILE) refuses to start instead of running unauthenticated.
+  bool requireSecret = false;
+
   /// GROVE_VERIFY=1: prove every new plan with the symbolic verifier before first use.
   bool verifyPlans = false;
 

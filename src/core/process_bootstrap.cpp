@@ -6,6 +6,9 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "bootstrap/file_store.hpp"
@@ -38,6 +41,22 @@ Announcement parseAnnouncement(const std::string& text, int rank) {
   return Announcement{std::atoi(text.substr(0, bar).c_str()), text.substr(bar + 1)};
 }
 
+// Every communicator this process creates through one store gets the next generation, and
+// its keys live under "grove/<generation>/". Ranks that destroy and create communicators in
+// the same order (a framework's destroy_process_group + init_process_group, an elastic
+// restart, a test suite) count alike, so the keys of one cycle never meet another's — even
+// when a fast rank of the new cycle still reaches the store of the old one, which its rank 0
+// has not destroyed yet.
+int nextGeneration(const bootstrap::LaunchInfo& info) {
+  static std::mutex mutex;
+  static std::map<std::string, int> generations;
+  const std::string store = info.storeDirectory.empty()
+                                ? fmt::format("{}:{}", info.rootHost, info.rootPort)
+                                : "file:" + info.storeDirectory;
+  std::lock_guard lock(mutex);
+  return generations[store]++;
+}
+
 }  // namespace
 
 std::string hostIdentity() {
@@ -55,13 +74,38 @@ std::string hostIdentity() {
 
 namespace {
 
+// Warns (or, under GROVE_REQUIRE_SECRET=1, refuses) when the ranks span hosts and the job has
+// no secret: then anyone who can reach the store's or a rank's port can join the job.
+void checkSecret(const bootstrap::LaunchInfo& info, const std::vector<std::string>& hostIds) {
+  if (!info.secret.empty()) return;
+  const size_t hosts = std::set<std::string>(hostIds.begin(), hostIds.end()).size();
+  if (hosts < 2) return;
+  const std::string what = fmt::format(
+      "this job's {} ranks run on {} hosts and it has no secret (GROVE_SECRET or "
+      "GROVE_SECRET_FILE): any process that can reach its ports can join it as a rank and "
+      "read its data",
+      info.worldSize, hosts);
+  log::warn(info.rank, "{}; give every rank the same GROVE_SECRET (docs/launchers.md)", what);
+}
+
 // Everything after the store connection: claim the rank, learn who lives where, connect.
 std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config& config,
                                 std::shared_ptr<bootstrap::Store> store,
-                                bootstrap::Rendezvous& rendezvous, std::shared_ptr<void> server) {
+                                bootstrap::Rendezvous& rendezvous, std::shared_ptr<void> server,
+                                const std::string& prefix) {
   const int rank = info.rank;
   const int size = info.worldSize;
-  const std::string prefix = "grove/";
+  // A fast rank of this cycle may still reach the store of the last one, which its rank 0
+  // has not destroyed yet: nothing is written before rank 0 opened this generation's keys
+  // on the store that serves it. From then on the store's loss means rank 0's: fail at once.
+  if (rank == 0) store->set(prefix + "open", "1");
+  rendezvous.awaitStore("open", "rank 0 (which opens the rendezvous)");
+  store->failOnDisconnect();
+  // If this process dies before the job is up, the store tells the others at once.
+  store->setOnClose(prefix + "failed",
+                    fmt::format("rank {} failed: its connection to the store closed during init "
+                                "(its process ended or was killed)",
+                                rank));
   // Claim the rank: a second process with the same rank number is an error.
   if (store->add(fmt::format("{}claim/{}", prefix, rank), 1) != 1) {
     throw Error(ErrorCode::kInvalidUsage,
@@ -70,6 +114,9 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
                             rank, size, info.source));
   }
   store->set(fmt::format("{}rank/{}", prefix, rank), fmt::format("{}|{}", size, hostIdentity()));
+  log::info(rank, "init: rank {} of {} claimed at the store {}, waiting for the others", rank, size,
+            info.storeDirectory.empty() ? fmt::format("{}:{}", info.rootHost, info.rootPort)
+                                        : info.storeDirectory);
   if (rank == 0) {
     // The launcher's job id (grove run removes /dev/shm/grove-<id>-* after the job).
     const char* launcherJob = std::getenv("GROVE_JOB_ID");
@@ -112,34 +159,53 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
     }
     setup.hostIds.push_back(a.host);
   }
+  checkSecret(info, setup.hostIds);
   log::info(rank, "init: rank {} of {} from {} (store {}:{}), job {}", rank, size, info.source,
             info.rootHost, info.rootPort, setup.jobId);
   auto transport = std::make_unique<transport::ProcessTransport>(std::move(setup));
-  return std::make_shared<CommState>(std::move(transport), config, std::move(topology));
+  auto state = std::make_shared<CommState>(std::move(transport), config, std::move(topology));
+  store->setOnClose(prefix + "failed", "");  // Up: its later failures travel on the transport.
+  return state;
 }
 
 }  // namespace
 
-std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, bool serveStore) {
+std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, bool serveStore,
+                                            std::shared_ptr<void> runningServer) {
   Config config = Config::fromEnvironment();
-  std::shared_ptr<void> server;
+  if (config.requireSecret && info.secret.empty()) {
+    throw Error(ErrorCode::kInvalidUsage,
+                fmt::format("grove init (rank {} of {}): GROVE_REQUIRE_SECRET=1 and this job has "
+                            "no secret; give every rank the same GROVE_SECRET or "
+                            "GROVE_SECRET_FILE",
+                            info.rank, info.worldSize));
+  }
+  std::shared_ptr<void> server = std::move(runningServer);
   std::shared_ptr<bootstrap::Store> store;
   if (!info.storeDirectory.empty()) {
     store = std::make_shared<bootstrap::FileStore>(info.storeDirectory, config.timeout);
   } else {
     if (serveStore) {
-      server = std::make_shared<bootstrap::TcpStoreServer>("", info.rootPort, info.secret);
+      // A job that meets on a loopback address (grove run, torchrun --standalone) is reached
+      // from this host only: listen there alone, so no other host can reach the store.
+      const bool loopback = info.rootHost.starts_with("127.") || info.rootHost == "::1" ||
+                            info.rootHost == "localhost";
+      server = std::make_shared<bootstrap::TcpStoreServer>(
+          loopback ? (info.rootHost == "localhost" ? "127.0.0.1" : info.rootHost) : "",
+          info.rootPort, info.secret);
     }
     store = std::make_shared<bootstrap::TcpStoreClient>(info.rootHost, info.rootPort, info.secret,
                                                         config.timeout);
   }
-  bootstrap::Rendezvous rendezvous(*store, "grove/", info.rank, info.worldSize, config.timeout);
+  const std::string prefix = fmt::format("grove/{}/", nextGeneration(info));
+  bootstrap::Rendezvous rendezvous(*store, prefix, info.rank, info.worldSize, config.timeout);
   try {
-    return join(info, config, store, rendezvous, server);
+    return join(info, config, store, rendezvous, server, prefix);
   } catch (const Error& error) {
     rendezvous.publishFailure(error.what());
-    // The store lives in this process: keep it up a moment so the others read why.
-    if (server) std::this_thread::sleep_for(std::chrono::seconds(1));
+    // The store lives in this process: keep it up a moment so the others read why (they
+    // poll every 20 ms at most; a rank that misses it still fails at once, on the lost store).
+    if (server) std::this_thread::sleep_for(std::chrono::milliseconds(250));
     throw;
   }
 }

@@ -20,6 +20,9 @@ std::string hostIdentity();
 /// without an external store) this process also serves the rendezvous store at
 /// info.rootPort. Throws grove::Error naming what went wrong (missing ranks after the
 /// timeout, a rank claimed twice, world sizes that disagree, a refused secret).
-std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, bool serveStore);
+/// `runningServer`, when given, is a store server this process already runs for the job (a
+/// unique id's): the communicator keeps it alive for as long as it lives.
+std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, bool serveStore,
+                                            std::shared_ptr<void> runningServer = nullptr);
 
 }  // namespace grove::detail

@@ -161,7 +161,7 @@ TEST(FuzzRegressionStore, UnknownOpcodeIsRefusedAtTheFirstByte) {
     EXPECT_EQ(r.outcome, Outcome::kMalformed);
     EXPECT_THAT(r.error, HasSubstr("unknown opcode"));
   }
-  EXPECT_EQ(decode(std::string_view("\x05", 1)).error, "unknown opcode 0x05 (expected 1 to 4)");
+  EXPECT_EQ(decode(std::string_view("\x06", 1)).error, "unknown opcode 0x06 (expected 1 to 5)");
 }
 
 TEST(FuzzRegressionStore, KeyLengthBeyondTheLimitIsRefusedBeforeTheKeyArrives) {
