@@ -37,7 +37,7 @@ void run(std::string_view in, size_t maxKey, size_t maxValue) {
         require(request.op >= wire::kSet && request.op <= wire::kLastOp);
         require(request.frameBytes <= in.size() && request.frameBytes <= largest);
         require(request.key.size() <= maxKey && request.value.size() <= maxValue);
-        if (request.op == wire::kGet || request.op == wire::kCheck) {
+        if (request.op == wire::kGet || request.op == wire::kCheck || request.op == wire::kErase) {
           require(request.value.empty());
         }
         if (request.op == wire::kAdd) require(request.value.size() == 8);

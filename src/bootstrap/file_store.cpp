@@ -128,6 +128,14 @@ void FileStore::writeAtomically(const std::string& path, std::string_view value)
   }
 }
 
+void FileStore::erase(std::string_view key) {
+  checkKey(key, "erase");
+  const std::string path = pathOf(key);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    throwSystem("file store: cannot remove " + path, errno);
+  }
+}
+
 void FileStore::set(std::string_view key, std::string_view value) {
   checkKey(key, "set");
   if (value.size() > kMaxValueBytes) {

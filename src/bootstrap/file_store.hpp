@@ -23,6 +23,7 @@ class FileStore : public Store {
   std::string get(std::string_view key, std::chrono::milliseconds timeout) override;
   int64_t add(std::string_view key, int64_t delta) override;
   bool check(std::string_view key) override;
+  void erase(std::string_view key) override;
 
   /// The file that holds `key`: "k-" plus the key with bytes outside [A-Za-z0-9._-]
   /// written as %XX, or "h-" plus its SHA-256 when that name would be too long.

@@ -65,7 +65,8 @@ std::string Rendezvous::awaitStore(const std::string& key, const std::string& wh
           ErrorCode::kTimeout,
           fmt::format("grove init (rank {} of {}): {} did not arrive within {} s{}", rank_, size_,
                       what, std::chrono::duration_cast<std::chrono::seconds>(timeout_).count(),
-                      lastError.empty() ? "" : " (last store error: " + lastError + ")"));
+                      lastError.empty() ? std::string()
+                                        : fmt::format(" (last store error: {})", lastError)));
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(20'000));
@@ -83,6 +84,14 @@ void Rendezvous::barrier(const std::string& name) {
       throw Error(ErrorCode::kTimeout,
                   fmt::format("{} (ranks missing at '{}': {})", error.what(), name, missing(name)));
     }
+  }
+  // Leave nothing behind: a job that splits thousands of times must not grow its store. A
+  // rank counts itself out once it has read every arrival; the last one out knows nobody
+  // reads the keys any more and erases them.
+  const std::string departed = fmt::format("{}{}/departed", prefix_, name);
+  if (store_.add(departed, 1) == size_) {
+    for (int q = 0; q < size_; ++q) store_.erase(fmt::format("{}{}/{}", prefix_, name, q));
+    store_.erase(departed);
   }
 }
 

@@ -25,7 +25,8 @@ class Rendezvous {
   /// the timeout instead of failing. A refused secret still fails at once.
   std::string awaitStore(const std::string& key, const std::string& what);
 
-  /// Every rank sets prefix+"ready/<rank>" and awaits the others'.
+  /// Every rank sets prefix+"<name>/<rank>" and awaits the others'; the last rank through
+  /// erases the barrier's keys.
   void barrier(const std::string& name);
 
   /// Tells the other ranks this one failed (best effort; never throws).

@@ -34,6 +34,8 @@ class Store {
   virtual int64_t add(std::string_view key, int64_t delta) = 0;
   /// Whether `key` is set now (no waiting).
   virtual bool check(std::string_view key) = 0;
+  /// Removes `key` (absent: nothing happens). Waiters for it keep waiting.
+  virtual void erase(std::string_view key) = 0;
   /// A "last will": when this client's connection to the store ends before the will is
   /// cancelled (its process died, or the connection broke), the store sets `key` to `value`.
   /// An empty `value` cancels the will for `key`. Stores without connections (the file

@@ -61,6 +61,7 @@ class TcpStoreClient : public Store {
   std::string get(std::string_view key, std::chrono::milliseconds timeout) override;
   int64_t add(std::string_view key, int64_t delta) override;
   bool check(std::string_view key) override;
+  void erase(std::string_view key) override;
   void setOnClose(std::string_view key, std::string_view value) override;
   void failOnDisconnect() override;
 

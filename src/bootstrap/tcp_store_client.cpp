@@ -156,6 +156,10 @@ bool TcpStoreClient::check(std::string_view key) {
   return payload[0] != 0;
 }
 
+void TcpStoreClient::erase(std::string_view key) {
+  request(wire::kErase, "erase", key, {}, timeout_);
+}
+
 void TcpStoreClient::setOnClose(std::string_view key, std::string_view value) {
   if (value.size() > wire::kMaxOnCloseValueBytes) {
     throw Error(ErrorCode::kInvalidArgument,

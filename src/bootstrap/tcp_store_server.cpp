@@ -332,6 +332,9 @@ void TcpStoreServer::Impl::handleFrame(uint64_t id, Connection& c, uint8_t op, s
       respond(c, wire::kOk,
               values.count(key) != 0 ? std::string_view("\1", 1) : std::string_view("\0", 1));
       return;
+    case wire::kErase:
+      values.erase(key);
+      return respond(c, wire::kOk, {});
     case wire::kOnClose: {
       std::erase_if(c.onClose, [&key](const auto& will) { return will.first == key; });
       if (!value.empty()) {

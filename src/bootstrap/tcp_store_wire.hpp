@@ -6,7 +6,8 @@
 // the delta as an 8-byte signed integer. Responses: set → empty; get → the value; add → the
 // new value (8 bytes); check → one byte 0/1; status 1 (error) → a message. onClose carries a
 // value of at most kMaxOnCloseValueBytes (empty: cancel) that the server sets under the key
-// when the connection closes without cancelling it (a "last will"); it answers empty.
+// when the connection closes without cancelling it (a "last will"); it answers empty. erase
+// carries no value, removes the key (absent: nothing happens) and answers empty.
 // decodeRequest is the one place the server parses requests, kept pure so it can be fuzzed.
 #pragma once
 
@@ -19,8 +20,8 @@
 
 namespace grove::bootstrap::wire {
 
-enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kOnClose = 5 };
-inline constexpr uint8_t kLastOp = kOnClose;
+enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kOnClose = 5, kErase = 6 };
+inline constexpr uint8_t kLastOp = kErase;
 
 /// Longest value an onClose request may leave behind, and how many a connection may hold:
 /// what a client can make the server keep per connection stays small.
@@ -76,7 +77,7 @@ struct DecodedRequest {
 /// arbitrary bytes). Every field is checked as soon as it is read, before the caller may
 /// allocate for it: the opcode, the key length against `maxKeyBytes`, the value length
 /// against `maxValueBytes`, and the value length each opcode requires (get and check: 0,
-/// add: 8, onClose: at most kMaxOnCloseValueBytes).
+/// add: 8, onClose: at most kMaxOnCloseValueBytes, erase: 0).
 inline DecodedRequest decodeRequest(std::string_view in, size_t maxKeyBytes, size_t maxValueBytes) {
   DecodedRequest result;
   auto malformed = [&result](std::string why) {
@@ -103,9 +104,12 @@ inline DecodedRequest decodeRequest(std::string_view in, size_t maxKeyBytes, siz
     return malformed(
         fmt::format("value length {} exceeds the limit of {} bytes", valueBytes, maxValueBytes));
   }
-  if ((op == kGet || op == kCheck) && valueBytes != 0) {
+  if ((op == kGet || op == kCheck || op == kErase) && valueBytes != 0) {
     return malformed(fmt::format("a {} request carries a value of {} bytes (expected none)",
-                                 op == kGet ? "get" : "check", valueBytes));
+                                 op == kGet     ? "get"
+                                 : op == kCheck ? "check"
+                                                : "erase",
+                                 valueBytes));
   }
   if (op == kAdd && valueBytes != 8) {
     return malformed(fmt::format("an add request's value is {} bytes (expected 8)", valueBytes));

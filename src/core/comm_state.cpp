@@ -336,6 +336,35 @@ std::string CommState::waitDescription(const Operation& op) const {
                      point.step, point.tile);
 }
 
+int CommState::waitedPeer(const Operation& op) const {
+  if (op.direct) return -1;
+  if (op.plan == nullptr) {
+    for (const Transfer& t : op.transfers) {
+      if (t.messages == 0 || t.moved < t.bytes) return t.peer;
+    }
+    return -1;
+  }
+  return op.execution.waitPoint().peer;
+}
+
+bool CommState::failIfPeerLeft() {
+  std::shared_ptr<Operation> head = queue_.front();
+  const int peer = waitedPeer(*head);
+  if (peer < 0 || peer == rank_ || !transport_->peerLeft(peer)) return false;
+  // What it sent before leaving is in the FIFOs: one more poll takes it, and only a call
+  // still waiting on it afterwards is stuck for good.
+  if (poll() || head->finished() || waitedPeer(*head) != peer) return false;
+  const std::string where = waitDescription(*head);
+  transport_->abort(transport::FailureInfo{
+      peer, fmt::format("it destroyed its communicator while rank {} waited for it in {} ({})",
+                        rank_, head->describe(), where)});
+  failQueued(ErrorCode::kRemoteError,
+             fmt::format("rank {} left: it destroyed its communicator (all its calls had ended) "
+                         "while this rank waits {}; this rank cannot complete the call",
+                         peer, where));
+  return true;
+}
+
 bool CommState::failIfStuck(Clock::time_point now) {
   if (int peer = transport_->failedPeer(); peer >= 0) {
     // Pass the failure on at once, with its original origin and cause: ranks waiting on
@@ -356,6 +385,8 @@ bool CommState::failIfStuck(Clock::time_point now) {
     return true;
   }
   if (queue_.empty()) return false;
+  if (failIfPeerLeft()) return true;
+  if (queue_.empty()) return false;  // failIfPeerLeft's poll may have finished the call
   Operation& head = *queue_.front();
   if (now < head.deadline) return false;
   std::string where = waitDescription(head);

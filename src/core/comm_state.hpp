@@ -111,6 +111,10 @@ class CommState {
   /// GROVE_TRACE: records `op` as a finished call.
   void traceCall(const Operation& op);
   std::string waitDescription(const Operation& op) const;
+  /// The peer `op` waits to send to or receive from, or -1 (nothing, or the direct path).
+  int waitedPeer(const Operation& op) const;
+  /// Fails the queue when the head waits on a peer that left (Transport::peerLeft).
+  bool failIfPeerLeft();
   bool failIfStuck(std::chrono::steady_clock::time_point now);
   /// Throws kInvalidUsage when `op` is held by a group that has not ended (nothing could
   /// ever complete it).

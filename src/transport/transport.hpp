@@ -76,6 +76,11 @@ class Transport {
   /// peer whose process vanished or whose connection broke: that peer and what was seen).
   /// {-1, ""} when no peer failed.
   virtual FailureInfo failure() const = 0;
+  /// True once `peer` has left for good: it destroyed its communicator cleanly, and every
+  /// message it sent this rank is already in this rank's FIFOs. A call still waiting on it
+  /// then cannot complete (a peer that left finished all its calls), so it fails at once
+  /// instead of at its deadline. Transports that cannot tell say false.
+  virtual bool peerLeft(int /*peer*/) const { return false; }
 
   /// Collective among the ranks that called split with the same `color` during split number
   /// `sequence` of this communicator: the transport of the new communicator whose rank i is

@@ -161,7 +161,7 @@ TEST(FuzzRegressionStore, UnknownOpcodeIsRefusedAtTheFirstByte) {
     EXPECT_EQ(r.outcome, Outcome::kMalformed);
     EXPECT_THAT(r.error, HasSubstr("unknown opcode"));
   }
-  EXPECT_EQ(decode(std::string_view("\x06", 1)).error, "unknown opcode 0x06 (expected 1 to 5)");
+  EXPECT_EQ(decode(std::string_view("\x07", 1)).error, "unknown opcode 0x07 (expected 1 to 6)");
 }
 
 TEST(FuzzRegressionStore, KeyLengthBeyondTheLimitIsRefusedBeforeTheKeyArrives) {

@@ -112,6 +112,18 @@ int ProcessTransport::failedPeer() const {
   return failed;
 }
 
+bool ProcessTransport::peerLeft(int peer) const {
+  if (peer < 0 || peer >= setup_.size) return false;
+  switch (kinds_[peer]) {
+    case PeerKind::kShm:
+      return shm_->peerLeft(peer);
+    case PeerKind::kTcp:
+      return tcp_->peerLeft(peer);
+    default:
+      return false;
+  }
+}
+
 FailureInfo ProcessTransport::failure() const {
   if (shm_ && shm_->failedPeer() >= 0) return shm_->failure();
   if (tcp_ && tcp_->failedPeer() >= 0) return tcp_->failure();

@@ -53,6 +53,7 @@ class ProcessTransport final : public Transport {
   void abort(const FailureInfo& info) override;
   int failedPeer() const override;
   FailureInfo failure() const override;
+  bool peerLeft(int peer) const override;
   std::unique_ptr<Transport> split(uint64_t sequence, int color, std::span<const int> members,
                                    int newRank) override;
 

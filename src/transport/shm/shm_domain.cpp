@@ -250,6 +250,17 @@ int ShmDomain::failedPeer() const {
   return -1;
 }
 
+bool ShmDomain::peerLeft(int peer) const {
+  const Impl& s = *impl_;
+  if (peer < 0 || peer >= s.options.size || !s.isLocal[peer] || peer == s.options.rank) {
+    return false;
+  }
+  const NodeHeader* header = s.peers[peer].load(std::memory_order_acquire);
+  // `closed` is raised (release) after the peer's last write to any FIFO.
+  return header != nullptr && header->closed.load(std::memory_order_acquire) != 0 &&
+         header->failed.load(std::memory_order_acquire) == 0;
+}
+
 FailureInfo ShmDomain::failure() const {
   const Impl& s = *impl_;
   int r = failedPeer();

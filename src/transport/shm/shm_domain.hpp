@@ -86,6 +86,9 @@ class ShmDomain {
   /// What failedPeer() published when it failed (its origin and cause), or, for a peer whose
   /// process is gone, that peer and "its process ended ..."; {-1, ""} when none failed.
   FailureInfo failure() const;
+  /// `peer` destroyed its domain cleanly: what it wrote before is visible in the FIFOs (see
+  /// Transport::peerLeft).
+  bool peerLeft(int peer) const;
 
  private:
   struct Impl;

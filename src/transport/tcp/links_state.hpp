@@ -89,6 +89,11 @@ struct LinksState {
   /// By rank: steady-clock ns when something last arrived from it (network thread), 0
   /// before its first connection.
   std::unique_ptr<std::atomic<int64_t>[]> lastHeardNs;
+  /// By rank (network thread writes): connections from it that carry its data to this rank
+  /// and are still open, and whether one of them ended with its bye. Both together say it
+  /// left with everything it sent delivered (TcpLinks::peerLeft).
+  std::unique_ptr<std::atomic<int>[]> incomingOpen;
+  std::unique_ptr<std::atomic<bool>[]> saidBye;
   std::atomic<bool> stopping{false};       ///< The destructor runs: drain, say bye, stop.
   std::atomic<bool> cancelHelpers{false};  ///< Handshakes give up.
 

@@ -197,6 +197,7 @@ class NetworkLoop {
     if (byeQueued_) connection->sendControl(FrameKind::kBye);
     watch(connection->fd(), EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, connection.get());
     table[key] = connection.get();
+    if (!outgoing) s_.incomingOpen[peer].fetch_add(1, std::memory_order_release);
     connections_.push_back(std::move(connection));
   }
 
@@ -227,6 +228,11 @@ class NetworkLoop {
     (outgoing ? outgoing_ : incoming_).erase(key);
     bool clean = connection.state() == Connection::State::kClosed &&
                  !(outgoing && connection.hasUnsentData());
+    if (!outgoing) {
+      // Everything the peer sent on it is in the FIFOs now (its bye came after its data).
+      if (clean) s_.saidBye[connection.peer()].store(true, std::memory_order_release);
+      s_.incomingOpen[connection.peer()].fetch_sub(1, std::memory_order_release);
+    }
     if (clean) {
       log::info(s_.options.rank, "TCP transport: {}", connection.error());
     } else if (connection.state() == Connection::State::kAborted || !(s_.stopping || s_.aborting)) {
@@ -236,7 +242,12 @@ class NetworkLoop {
         info = FailureInfo{static_cast<int>(connection.abortNotice().origin),
                            connection.abortNotice().cause, connection.abortNotice().usageError};
       }
-      s_.markFailed(connection.peer(), connection.error(), std::move(info));
+      std::string reason = connection.error();
+      if (connection.state() == Connection::State::kClosed) {
+        // A clean close while this rank still had data for it: it left, its calls over.
+        reason = "it left (destroyed its communicator) before receiving all this rank sent it";
+      }
+      s_.markFailed(connection.peer(), reason, std::move(info));
     }
   }
 

@@ -90,6 +90,12 @@ LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Door
   failed = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(o.size));
   lastHeardNs = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(o.size));
   for (int r = 0; r < o.size; ++r) lastHeardNs[r].store(0, std::memory_order_relaxed);
+  incomingOpen = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(o.size));
+  saidBye = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(o.size));
+  for (int r = 0; r < o.size; ++r) {
+    incomingOpen[r].store(0, std::memory_order_relaxed);
+    saidBye[r].store(false, std::memory_order_relaxed);
+  }
   failures.resize(static_cast<size_t>(o.size));
   policy = HelloPolicy{o.rank, o.remoteRanks, o.socketsPerPeer, o.geometry.slotBytes};
 
@@ -381,6 +387,14 @@ FailureInfo TcpLinks::failure() const {
   if (peer < 0) return FailureInfo{};
   std::lock_guard lock(s.mutex);
   return s.failures[peer];
+}
+
+bool TcpLinks::peerLeft(int peer) const {
+  const tcp::LinksState& s = impl_->state;
+  if (peer < 0 || peer >= s.options.size) return false;
+  // Release by the network thread after the connection's last data reached its FIFO.
+  return s.saidBye[peer].load(std::memory_order_acquire) &&
+         s.incomingOpen[peer].load(std::memory_order_acquire) == 0;
 }
 
 std::string TcpLinks::address() const { return impl_->state.address; }

@@ -72,6 +72,9 @@ class TcpLinks {
   /// What failedPeer() reported: the origin and cause of its abort notice, or that peer and
   /// what went wrong with its connection; {-1, ""} when no peer failed.
   FailureInfo failure() const;
+  /// `peer` said bye on a connection and no connection carrying its data is open any more
+  /// (see Transport::peerLeft).
+  bool peerLeft(int peer) const;
   /// The address this rank listens on, "host:port" (for logs).
   std::string address() const;
 
