@@ -2,7 +2,7 @@
 #
 # Why here and not in CMakeLists.txt: the top-level file describes what grove is built from;
 # this one describes what a user of the library gets. Installed:
-#   include/grove/*.h, *.hpp       the public headers plus the generated version.hpp
+#   include/grove/*.h, *.hpp       the public headers (version.hpp included: nothing is generated)
 #   lib/libgrove.so*, libgrove.a   the shared (grove::grove) and static (grove::grove_static)
 #                                  library. fmt is compiled in (header-only mode), so consumers
 #                                  need only the C++ runtime, threads and OpenSSL's libcrypto
@@ -26,9 +26,6 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/grove/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/grove
         COMPONENT development
         FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
-install(FILES ${CMAKE_BINARY_DIR}/include/grove/version.hpp
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/grove
-        COMPONENT development)
 
 install(TARGETS grove grove_static
         EXPORT groveTargets

@@ -308,15 +308,17 @@ def case_stop():
                  (trial.label, victim, {r: o[0].strip() for r, o in outputs.items()}))
         for what in leftovers(trial.job):
             fail("stop (%s): left behind: %s" % (trial.label, what))
-    case_heartbeat()
+    case_heartbeat(True)
+    case_heartbeat(False)
     print("fault_test stop: done")
 
 
-def case_heartbeat():
-    """SIGSTOP a rank over TCP: heartbeats (GROVE_HEARTBEAT_TIMEOUT=2) must expose it long
-    before the operation timeout (60 s); every other rank names it as the origin."""
+def case_heartbeat(tcp):
+    """SIGSTOP a rank over TCP or shared memory: heartbeats (GROVE_HEARTBEAT_TIMEOUT=2) must
+    expose it long before the operation timeout (60 s); every other rank names it as the
+    origin."""
     timeout, heartbeat = 60, 2
-    trial, report = start_trial(3, "allreduce", 4096, True, timeout,
+    trial, report = start_trial(3, "allreduce", 4096, tcp, timeout,
                                 {"GROVE_HEARTBEAT_TIMEOUT": str(heartbeat)})
     if trial is None:
         fail("heartbeat: ranks did not get ready:\n%s" % report)
@@ -347,8 +349,9 @@ def case_heartbeat():
              (trial.label, victim, {r: o[0].strip() for r, o in outputs.items()}))
     for what in leftovers(trial.job):
         fail("heartbeat (%s): left behind: %s" % (trial.label, what))
-    print("fault_test heartbeat: stopped rank %d exposed after %.2f s at most "
-          "(GROVE_HEARTBEAT_TIMEOUT=%d, GROVE_TIMEOUT=%d)" % (victim, slowest, heartbeat, timeout))
+    print("fault_test heartbeat (%s): stopped rank %d exposed after %.2f s at most "
+          "(GROVE_HEARTBEAT_TIMEOUT=%d, GROVE_TIMEOUT=%d)" %
+          (trial.label, victim, slowest, heartbeat, timeout))
 
 
 def collect(trial, limit):

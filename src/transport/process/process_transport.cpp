@@ -43,6 +43,7 @@ ProcessTransport::ProcessTransport(ProcessTransportSetup setup) : setup_(std::mo
     shm.localRanks = local;
     shm.geometry = setup_.geometry;
     shm.timeout = setup_.timeout;
+    shm.heartbeatTimeout = setup_.tcp.heartbeatTimeout;
     shm_ = std::make_unique<ShmDomain>(shm);
   } else {
     localBell_ = std::make_unique<Doorbell>();

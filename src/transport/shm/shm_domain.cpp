@@ -23,8 +23,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/log.hpp"
 #include "grove/error.hpp"
 #include "transport/shm/shm_domain_impl.hpp"
+#include "transport/shm/shm_heartbeat.hpp"
 
 namespace grove::transport {
 
@@ -89,9 +91,15 @@ ShmDomain::Impl::Impl(ShmOptions opts) : options(std::move(opts)) {
   pidNamespace = shm::pidNamespaceId();
   peers.reset(new std::atomic<NodeHeader*>[n]);
   gone.reset(new std::atomic<bool>[n]);
+  lastBeat.reset(new std::atomic<uint64_t>[n]);
+  lastBeatMovedNs.reset(new std::atomic<int64_t>[n]);
+  silent.reset(new std::atomic<bool>[n]);
   for (int r = 0; r < n; ++r) {
     peers[r].store(nullptr, std::memory_order_relaxed);
     gone[r].store(false, std::memory_order_relaxed);
+    lastBeat[r].store(0, std::memory_order_relaxed);
+    lastBeatMovedNs[r].store(0, std::memory_order_relaxed);
+    silent[r].store(false, std::memory_order_relaxed);
   }
 
   nodeName = shm::nodeSegmentName(options.jobId, rank);
@@ -117,10 +125,16 @@ ShmDomain::Impl::Impl(ShmOptions opts) : options(std::move(opts)) {
   node->magic = kNodeMagic;
   node->ready.store(1, std::memory_order_release);
   if (localCount == 1) shm::unlinkSegment(nodeName);  // nobody will ever map it
+  if (localCount > 1) {
+    shm::addHeartbeat(&node->heartbeat);
+    heartbeatRegistered = true;
+  }
 }
 
 ShmDomain::Impl::~Impl() {
   if (node != nullptr) node->closed.store(1, std::memory_order_release);
+  // Peers no longer watch a closed domain's heartbeat.
+  if (heartbeatRegistered) shm::removeHeartbeat(&node->heartbeat);
   lingerForUnreadMessages();
   fifos.clear();  // unlinks FIFO segments no peer attached to
   if (node != nullptr &&
@@ -236,6 +250,7 @@ int ShmDomain::failedPeer() const {
         }
       }
     }
+    checkHeartbeats(now);
   }
   for (int r : s.options.localRanks) {
     if (r == s.options.rank) continue;
@@ -246,8 +261,39 @@ int ShmDomain::failedPeer() const {
         peer->closed.load(std::memory_order_acquire) == 0) {
       return r;
     }
+    if (s.silent[r].load(std::memory_order_relaxed) &&
+        peer->closed.load(std::memory_order_acquire) == 0) {
+      return r;
+    }
   }
   return -1;
+}
+
+// Runs with the liveness check, while this rank waits. Silence from before the wait does not
+// count: a rank that computed for a minute between two calls must not find every peer
+// "silent" when it comes back.
+void ShmDomain::checkHeartbeats(int64_t now) const {
+  const Impl& s = *impl_;
+  const int64_t timeout = std::chrono::nanoseconds(s.options.heartbeatTimeout).count();
+  if (timeout <= 0) return;
+  const int64_t previous = s.lastBeatCheckNs.exchange(now, std::memory_order_relaxed);
+  const bool newWait = now - previous > std::chrono::nanoseconds(std::chrono::seconds(1)).count();
+  for (int r : s.options.localRanks) {
+    NodeHeader* peer = s.peers[r].load(std::memory_order_acquire);
+    if (r == s.options.rank || peer == nullptr || s.gone[r].load(std::memory_order_relaxed) ||
+        peer->closed.load(std::memory_order_acquire) != 0) {
+      continue;
+    }
+    const uint64_t beat = peer->heartbeat.load(std::memory_order_relaxed);
+    if (newWait || beat != s.lastBeat[r].load(std::memory_order_relaxed)) {
+      s.lastBeat[r].store(beat, std::memory_order_relaxed);
+      s.lastBeatMovedNs[r].store(now, std::memory_order_relaxed);
+    } else if (now - s.lastBeatMovedNs[r].load(std::memory_order_relaxed) >= timeout &&
+               !s.silent[r].exchange(true, std::memory_order_relaxed)) {
+      log::warn(s.options.rank, "shared memory: no heartbeat from rank {} for {} s", r,
+                s.options.heartbeatTimeout.count() / 1000.0);
+    }
+  }
 }
 
 bool ShmDomain::peerLeft(int peer) const {
@@ -266,6 +312,12 @@ FailureInfo ShmDomain::failure() const {
   int r = failedPeer();
   if (r < 0) return FailureInfo{};
   const NodeHeader* peer = s.peers[r].load(std::memory_order_acquire);
+  if (peer->failed.load(std::memory_order_acquire) == 0 &&
+      !s.gone[r].load(std::memory_order_relaxed) && s.silent[r].load(std::memory_order_relaxed)) {
+    return FailureInfo{r, fmt::format("no heartbeat from rank {} for {} s "
+                                      "(GROVE_HEARTBEAT_TIMEOUT): its process is stopped or frozen",
+                                      r, s.options.heartbeatTimeout.count() / 1000.0)};
+  }
   if (peer->failed.load(std::memory_order_acquire) == 0) {
     return FailureInfo{r, "its process ended without closing the communicator (killed or crashed)"};
   }

@@ -33,6 +33,9 @@ struct ShmOptions {
   std::vector<int> localRanks;  ///< Ranks on this host (including this one), ascending.
   FifoGeometry geometry;
   std::chrono::milliseconds timeout{300'000};  ///< For waiting on a peer's segment.
+  /// GROVE_HEARTBEAT_TIMEOUT: a local peer whose heartbeat (shm_heartbeat.hpp) stands still
+  /// this long while this rank waits is declared failed; 0 turns the check off.
+  std::chrono::milliseconds heartbeatTimeout{10'000};
 };
 
 /// Owns this rank's shared-memory presence. Thread-compatible (one thread drives a rank);
@@ -86,6 +89,9 @@ class ShmDomain {
   /// What failedPeer() published when it failed (its origin and cause), or, for a peer whose
   /// process is gone, that peer and "its process ended ..."; {-1, ""} when none failed.
   FailureInfo failure() const;
+  /// Part of failedPeer(): marks silent the local peers whose heartbeat stood still for
+  /// options.heartbeatTimeout during this wait.
+  void checkHeartbeats(int64_t nowNs) const;
   /// `peer` destroyed its domain cleanly: what it wrote before is visible in the FIFOs (see
   /// Transport::peerLeft).
   bool peerLeft(int peer) const;

@@ -47,6 +47,9 @@ struct NodeHeader {
   // Where this header lies in its owner's address space: a peer reads the owner's `pid`
   // there with process_vm_readv to learn whether it may read the owner's memory at all.
   uint64_t ownerAddress;
+  // Advanced every kHeartbeatInterval by the owner process's heartbeat thread (see
+  // shm_heartbeat.hpp): standing still while peers wait means the process is stopped.
+  std::atomic<uint64_t> heartbeat;
 };
 static_assert(sizeof(NodeHeader) <= kPageBytes);
 
@@ -109,6 +112,13 @@ struct ShmDomain::Impl {
   std::vector<char> watchPid;  // by rank: the peer's pid means something in this namespace
   uint64_t pidNamespace = 0;
   mutable std::atomic<int64_t> nextPidCheckNs{0};
+  // By rank, for the heartbeat check (rank thread): the counter last seen and when it last
+  // moved (steady ns), and when this rank last checked (a longer gap starts a new wait).
+  std::unique_ptr<std::atomic<uint64_t>[]> lastBeat;
+  std::unique_ptr<std::atomic<int64_t>[]> lastBeatMovedNs;
+  std::unique_ptr<std::atomic<bool>[]> silent;  // by rank: its heartbeat stood still too long
+  mutable std::atomic<int64_t> lastBeatCheckNs{0};
+  bool heartbeatRegistered = false;
   std::map<std::tuple<int, int, int>, std::unique_ptr<shm::Connection>> fifos;
 };
 
