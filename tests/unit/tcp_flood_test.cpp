@@ -32,9 +32,7 @@ namespace grove::transport {
 namespace {
 
 using tcp_pair::Clock;
-using tcp_pair::exchange;
 using tcp_pair::kPatience;
-using tcp_pair::makeOptions;
 using tcp_pair::Rank;
 using tcp_pair::TempDir;
 
@@ -99,8 +97,8 @@ std::string exchangeAll(Rank& rank, int self, const std::vector<int>& lanesOfZer
   for (int peer = 0; peer < 3; ++peer) {
     if (peer == self) continue;
     bool zeroAndOne = (self == 0 && peer == 1) || (self == 1 && peer == 0);
-    std::string error =
-        exchange(rank, self, peer, zeroAndOne ? lanesOfZeroAndOne : std::vector{0, 1}, 200, 4096);
+    std::string error = tcp_pair::exchange(
+        rank, self, peer, zeroAndOne ? lanesOfZeroAndOne : std::vector{0, 1}, 200, 4096);
     if (!error.empty()) {
       errors += "rank " + std::to_string(self) + " <-> " + std::to_string(peer) + ": " + error;
     }
@@ -116,7 +114,7 @@ TEST(TcpFlood, IdleAndStalledConnectionsCostNoThreadsAndAreClosedByTheDeadline) 
   TempDir dir;
   std::vector<std::unique_ptr<Rank>> ranks;
   for (int r = 0; r < 3; ++r) {
-    TcpOptions options = makeOptions(r, 3, 3);
+    TcpOptions options = tcp_pair::makeOptions(r, 3, 3);
     options.handshakeTimeout = std::chrono::milliseconds(1000);
     ranks.push_back(std::make_unique<Rank>(dir.path, options));
   }
