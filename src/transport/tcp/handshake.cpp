@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "bootstrap/auth.hpp"
 #include "grove/error.hpp"
@@ -46,28 +47,63 @@ Socket openConnection(std::string_view address, const Hello& hello, std::string_
   return socket;
 }
 
-Hello acceptConnection(int fd, const HelloPolicy& policy, std::string_view secret,
-                       Deadline deadline, const std::atomic<bool>* cancel) {
-  std::string role = fmt::format("tcp transport rank {}", policy.rank);
-  bootstrap::authenticate(fd, secret, /*isServer=*/true, role, deadline);
-  unsigned char bytes[Hello::kBytes];
-  receiveAll(fd, bytes, sizeof bytes, deadline, "reading the hello", cancel);
-  Hello hello = Hello::decode(bytes);
+namespace {
+
+constexpr auto kRedialFirst = std::chrono::milliseconds(5);
+constexpr auto kRedialMax = std::chrono::milliseconds(200);
+
+// Sleeps `pause` in short steps unless `*cancel` becomes true; false when it did.
+bool pauseUnlessCancelled(std::chrono::milliseconds pause, const std::atomic<bool>* cancel) {
+  Deadline end = std::chrono::steady_clock::now() + pause;
+  auto cancelled = [cancel] { return cancel != nullptr && cancel->load(); };
+  while (!cancelled() && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::min(pause, std::chrono::milliseconds(5)));
+  }
+  return !cancelled();
+}
+
+}  // namespace
+
+Socket openConnectionRetrying(std::string_view address, const Hello& hello, std::string_view secret,
+                              Deadline deadline, const std::atomic<bool>* cancel,
+                              const std::function<void(int)>& onSocket,
+                              const std::function<void(const std::string&)>& onRetry) {
+  for (auto pause = kRedialFirst;; pause = std::min(pause * 2, kRedialMax)) {
+    bool connected = false;
+    try {
+      return openConnection(address, hello, secret, deadline, cancel, [&](int fd) {
+        connected = true;
+        onSocket(fd);
+      });
+    } catch (const Error& error) {
+      // kSystemError after connecting: closed or reset, not refused (kInvalidUsage) and not
+      // out of time (kTimeout).
+      bool again = connected && error.code() == ErrorCode::kSystemError &&
+                   std::chrono::steady_clock::now() + pause < deadline;
+      if (!again || !pauseUnlessCancelled(pause, cancel)) throw;
+      onRetry(error.what());
+    }
+  }
+}
+
+HelloAnswer answerHello(const unsigned char* bytes, const HelloPolicy& policy) {
+  HelloAnswer answer;
+  answer.hello = Hello::decode(bytes);
+  const Hello& hello = answer.hello;
   if (hello.magic != kHelloMagic) {
-    throw Error(ErrorCode::kInvalidUsage, "the hello does not start with the grove magic");
+    answer.refusal = "the hello does not start with the grove magic";
+    return answer;
   }
   HelloStatus status = checkHello(hello, policy);
   HelloAck ack;
   ack.status = static_cast<uint32_t>(status);
-  unsigned char answer[HelloAck::kBytes];
-  ack.encode(answer);
-  sendAll(fd, answer, sizeof answer, deadline, "answering the hello", cancel);
+  answer.ack.resize(HelloAck::kBytes);
+  ack.encode(reinterpret_cast<unsigned char*>(answer.ack.data()));
   if (status != HelloStatus::kAccepted) {
-    throw Error(ErrorCode::kInvalidUsage,
-                fmt::format("refused the hello of rank {} (to rank {}, stream {}): {}", hello.src,
-                            hello.dst, hello.stream, describe(status)));
+    answer.refusal = fmt::format("refused the hello of rank {} (to rank {}, stream {}): {}",
+                                 hello.src, hello.dst, hello.stream, describe(status));
   }
-  return hello;
+  return answer;
 }
 
 }  // namespace grove::transport::tcp

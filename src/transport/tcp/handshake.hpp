@@ -1,8 +1,9 @@
 // Opening a transport connection: the secret handshake, then the hello that says which
 // (src rank -> dst rank, stream) the connection carries, checked by the acceptor.
 //
-// Both run on short-lived helper threads with blocking-with-deadline I/O, so a slow or
-// hostile client that connects to the listen port never stalls the network thread.
+// The connecting side runs on a short-lived helper thread with blocking-with-deadline I/O
+// (dials are bounded by the rank count); the accepting side is the Acceptor's non-blocking
+// state machine (acceptor.hpp), which answers the hello with answerHello().
 #pragma once
 
 #include <atomic>
@@ -36,9 +37,24 @@ Socket openConnection(std::string_view address, const Hello& hello, std::string_
                       Deadline deadline, const std::atomic<bool>* cancel,
                       const std::function<void(int)>& onSocket);
 
-/// Accepting side on `fd`: authenticates, reads the hello and answers it. Returns the hello
-/// when accepted; throws grove::Error saying why otherwise.
-Hello acceptConnection(int fd, const HelloPolicy& policy, std::string_view secret,
-                       Deadline deadline, const std::atomic<bool>* cancel);
+/// openConnection, tried again after a growing pause (at most 200 ms) while the connection
+/// is closed or reset after it was made and before the acceptance — what the acceptor does
+/// to its oldest pending handshake when a flood fills its cap (acceptor.hpp) — until
+/// `deadline`; `onRetry` is told why before each new try. A refusal, a failed dial or the
+/// deadline end it as openConnection would.
+Socket openConnectionRetrying(std::string_view address, const Hello& hello, std::string_view secret,
+                              Deadline deadline, const std::atomic<bool>* cancel,
+                              const std::function<void(int)>& onSocket,
+                              const std::function<void(const std::string&)>& onRetry);
+
+/// The acceptor's answer to a received hello.
+struct HelloAnswer {
+  Hello hello;
+  std::string ack;      ///< The acknowledgement to send (empty: the bytes are no grove hello).
+  std::string refusal;  ///< Why the hello is refused (send `ack` first); empty when accepted.
+};
+
+/// Judges the Hello::kBytes received `bytes` under `policy` (a pure function).
+HelloAnswer answerHello(const unsigned char* bytes, const HelloPolicy& policy);
 
 }  // namespace grove::transport::tcp

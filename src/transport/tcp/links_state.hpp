@@ -2,7 +2,8 @@
 // accepting, failure marking) and the network thread (network_loop.cpp).
 //
 // Threads: the rank thread creates FIFOs and starts dials; short-lived helper threads run
-// connection handshakes and hand finished sockets over; the network thread owns every
+// the dialing side of connection handshakes, and the acceptor thread (acceptor.hpp) every
+// pending accepted one, and both hand finished sockets over; the network thread owns every
 // established connection and moves bytes. They meet in the fields under `mutex`, and the
 // network thread learns of changes through `changed` plus a ring of its doorbell (whose
 // eventfd wakes it from epoll_wait).
@@ -22,6 +23,7 @@
 
 #include "bootstrap/store.hpp"
 #include "transport/fifo.hpp"
+#include "transport/tcp/acceptor.hpp"
 #include "transport/tcp/connection.hpp"
 #include "transport/tcp/handshake.hpp"
 #include "transport/tcp/socket.hpp"
@@ -44,7 +46,7 @@ class FifoBox {
   std::unique_ptr<Fifo> fifo_;
 };
 
-/// A handshake thread; `fd` is its socket while a shutdown may need to interrupt it.
+/// A dialing thread; `fd` is its socket while a shutdown may need to interrupt it.
 struct Helper {
   std::thread thread;
   int fd = -1;
@@ -116,6 +118,7 @@ struct LinksState {
   std::set<std::pair<int, int>> dialed;  ///< (peer, stream).
 
   std::thread network;
+  std::unique_ptr<Acceptor> acceptor;  ///< Started by TcpLinks, stopped after the network.
 
   /// The receive FIFO (peer -> this rank, lane), created on first use (any thread).
   Fifo& recvFifo(int peer, int lane);
@@ -145,10 +148,10 @@ struct LinksState {
   /// The address to dial `peer` at: its link address from options.linkAddresses (with the
   /// port of `published`) when there is one, else `published`; logs the choice.
   std::string dialAddress(int peer, const std::string& published) const;
-  /// Dials (peer, stream) on a helper thread.
+  /// Dials (peer, stream) on a helper thread (openConnectionRetrying).
   void startDial(int peer, int stream, std::string peerAddress);
-  /// Runs the acceptor's handshake for `socket` on a helper thread.
-  void startAccept(Socket socket);
+  /// Starts the acceptor thread on `listener`.
+  void startAcceptor();
   void handOff(Socket socket, int peer, int stream, Connection::Direction direction);
   /// Joins helpers that finished (network thread, from time to time).
   void reapHelpers();

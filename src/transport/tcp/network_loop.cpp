@@ -1,6 +1,6 @@
 // The network thread of the TCP transport: owns every established connection, pumps bytes
-// between sockets and FIFOs, accepts new connections, and sleeps in epoll when nothing
-// moves.
+// between sockets and FIFOs, adopts the connections whose handshakes finished (on dialing
+// helpers and the acceptor thread), and sleeps in epoll when nothing moves.
 //
 // Sleeping follows the doorbell protocol: prepareSleep, re-check every FIFO and the change
 // flag, then epoll_wait; a rank that commits or releases meanwhile rings the doorbell, which
@@ -36,7 +36,6 @@ constexpr auto kSpin = std::chrono::microseconds(20);
 constexpr auto kFlushGrace = std::chrono::seconds(1);
 constexpr auto kLivenessTick = std::chrono::milliseconds(250);
 char kEventTag;
-char kListenTag;
 
 class NetworkLoop {
  public:
@@ -44,7 +43,6 @@ class NetworkLoop {
 
   void run() {
     watch(s_.eventFd.fd(), EPOLLIN, &kEventTag);
-    watch(s_.listener.fd(), EPOLLIN, &kListenTag);
     Clock::time_point lastProgress = Clock::now();
     epoll_event events[64];
     for (;;) {
@@ -86,27 +84,10 @@ class NetworkLoop {
       uint64_t value = 0;
       while (::read(s_.eventFd.fd(), &value, sizeof value) > 0) {
       }
-    } else if (event.data.ptr == &kListenTag) {
-      acceptAll();
     } else {
       auto* connection = static_cast<Connection*>(event.data.ptr);
       if (event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) connection->markReadable();
       if (event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) connection->markWritable();
-    }
-  }
-
-  void acceptAll() {
-    for (;;) {
-      int fd = ::accept4(s_.listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) {
-        if (errno == EINTR || errno == ECONNABORTED) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-          log::warn(s_.options.rank, "TCP transport: accept failed (errno {})", errno);
-        }
-        return;
-      }
-      configureStream(fd);
-      s_.startAccept(Socket(fd));
     }
   }
 

@@ -232,8 +232,14 @@ void LinksState::startDial(int peer, int stream, std::string peerAddress) {
     Deadline deadline = std::chrono::steady_clock::now() + options.timeout;
     Socket socket;
     try {
-      socket = openConnection(peerAddress, hello, options.secret, deadline, &cancelHelpers,
-                              [&](int fd) { setHelperFd(helper, fd); });
+      auto onRetry = [&](const std::string& why) {
+        setHelperFd(helper, -1);
+        log::info(options.rank, "TCP transport: dialing rank {} at {} (stream {}) again: {}", peer,
+                  peerAddress, stream, why);
+      };
+      socket = openConnectionRetrying(
+          peerAddress, hello, options.secret, deadline, &cancelHelpers,
+          [&](int fd) { setHelperFd(helper, fd); }, onRetry);
     } catch (const std::exception& error) {
       setHelperFd(helper, -1);
       if (!cancelHelpers) {
@@ -249,28 +255,16 @@ void LinksState::startDial(int peer, int stream, std::string peerAddress) {
   });
 }
 
-void LinksState::startAccept(Socket accepted) {
-  startHelper([this, socket = std::move(accepted)](Helper& helper) mutable {
-    setHelperFd(helper, socket.fd());
-    std::string from = peerName(socket.fd());
-    Deadline deadline = std::chrono::steady_clock::now() + options.timeout;
-    Hello hello;
-    try {
-      hello = acceptConnection(socket.fd(), policy, options.secret, deadline, &cancelHelpers);
-    } catch (const std::exception& error) {
-      setHelperFd(helper, -1);
-      if (!cancelHelpers) {
-        log::warn(options.rank, "TCP transport: refused a connection from {}: {}", from,
-                  error.what());
-      }
-      return;
-    }
-    setHelperFd(helper, -1);
+void LinksState::startAcceptor() {
+  auto onAccepted = [this](Socket socket, const Hello& hello, const std::string& from) {
     log::info(options.rank, "TCP transport: accepted rank {} (stream {}) from {}", hello.src,
               hello.stream, from);
     handOff(std::move(socket), static_cast<int>(hello.src), hello.stream,
             Connection::Direction::kIncoming);
-  });
+  };
+  acceptor = std::make_unique<Acceptor>(listener.fd(), policy, options.secret,
+                                        TcpLinks::kMaxPendingHandshakes, options.handshakeTimeout,
+                                        std::move(onAccepted));
 }
 
 }  // namespace tcp
@@ -299,6 +293,7 @@ TcpLinks::TcpLinks(bootstrap::Store& store, TcpOptions options, Doorbell& rankBe
     : impl_(std::make_unique<Impl>(store, std::move(options), rankBell)) {
   tcp::LinksState& s = impl_->state;
   s.store.set(fmt::format("{}/tcp/{}", s.options.keyPrefix, s.options.rank), s.address);
+  s.startAcceptor();
   s.network = std::thread([&s] { tcp::runNetwork(s); });
 }
 
@@ -307,6 +302,9 @@ TcpLinks::~TcpLinks() {
   s.stopping = true;
   s.notifyNetwork();
   s.network.join();
+  // After the network thread: a peer that connects while this rank drains still gets its
+  // bye. Its handoffs from now on are dropped with the state.
+  s.acceptor.reset();
   s.cancelHelpers = true;
   {
     std::lock_guard lock(s.mutex);

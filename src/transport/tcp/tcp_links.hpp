@@ -34,6 +34,10 @@ struct TcpOptions {
   std::string interfaces;  ///< GROVE_SOCKET_IFNAME (NCCL syntax), empty = automatic.
   std::string secret;      ///< Job secret for the connection handshake.
   std::chrono::milliseconds timeout{300'000};
+  /// An accepted connection that has not finished its handshake (secret, hello) this long
+  /// after it was accepted is closed: a real peer needs a couple of round trips (and retries
+  /// when closed), a stranger's idle socket must not be kept. Tests may set less.
+  std::chrono::milliseconds handshakeTimeout{5'000};
   /// GROVE_HEARTBEAT_TIMEOUT: a peer from which nothing (data or heartbeat) arrived for this
   /// long while this rank waits (calls failedPeer()) is declared failed; 0 turns it off.
   /// Every connection idle for kHeartbeatInterval sends a heartbeat.
@@ -50,6 +54,9 @@ class TcpLinks {
  public:
   /// A connection that has sent nothing for this long sends a heartbeat frame.
   static constexpr std::chrono::milliseconds kHeartbeatInterval{1000};
+  /// Accepted connections that may be in their handshake at once; a newer one closes the
+  /// oldest (acceptor.hpp says why).
+  static constexpr size_t kMaxPendingHandshakes = 64;
 
   /// Listens, publishes this rank's address in `store`, and starts the network thread;
   /// connections are made on first use. `rankBell` is rung when data or space arrives.
