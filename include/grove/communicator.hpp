@@ -56,8 +56,15 @@ class Request {
 
  private:
   friend class Communicator;
-  explicit Request(std::shared_ptr<detail::Operation> op);
+  Request(std::shared_ptr<detail::Operation> op, std::weak_ptr<detail::CommState> comm);
+  /// Enters the communicator (the one-thread check) and runs `drive` on it unless the
+  /// operation finished or the communicator is gone; then reports the outcome.
+  template <class Drive>
+  bool advance(const char* call, Drive&& drive);
   std::shared_ptr<detail::Operation> op_;
+  /// Weak: a Request must not keep its communicator alive, and must not touch it once it is
+  /// destroyed (its destructor fails what was still queued).
+  std::weak_ptr<detail::CommState> comm_;
 };
 
 /// One rank of a group. Every rank of the group must issue the same collectives in the same
