@@ -55,7 +55,13 @@ bool Request::advance(const char* call, Drive&& drive) {
     return op_->finished();
   }
   throwIfFailed(*op_);
-  return op_->finished();
+  if (!op_->finished()) {
+    // Held by a group that never ended: ~CommState fails only what was queued.
+    throw Error(ErrorCode::kInvalidUsage,
+                fmt::format("grove {}: {} never ran: its communicator was destroyed first", call,
+                            op_->describe()));
+  }
+  return true;
 }
 
 bool Request::test() {
