@@ -30,7 +30,10 @@ struct CallOptions {
 
 /// Handle on an asynchronous collective. Progress is made by the thread that calls test()
 /// or wait() (or by any later blocking call on the same communicator): grove starts no
-/// threads of its own, so an operation that nobody waits on does not advance.
+/// threads of its own, so an operation that nobody waits on does not advance. test() and
+/// wait() use the communicator: they are refused with ErrorCode::kInvalidUsage while
+/// another thread is inside a call on it (see Communicator). Once the communicator is
+/// destroyed they report the operation's outcome without touching it.
 class Request {
  public:
   Request() = default;
@@ -56,8 +59,15 @@ class Request {
 
  private:
   friend class Communicator;
-  explicit Request(std::shared_ptr<detail::Operation> op);
+  Request(std::shared_ptr<detail::Operation> op, std::weak_ptr<detail::CommState> comm);
+  /// Enters the communicator (the one-thread check) and runs `drive` on it unless the
+  /// operation finished or the communicator is gone; then reports the outcome.
+  template <class Drive>
+  bool advance(const char* call, Drive&& drive);
   std::shared_ptr<detail::Operation> op_;
+  /// Weak: a Request must not keep its communicator alive, and must not touch it once it is
+  /// destroyed (its destructor fails what was still queued).
+  std::weak_ptr<detail::CommState> comm_;
 };
 
 /// One rank of a group. Every rank of the group must issue the same collectives in the same
@@ -71,7 +81,17 @@ class Request {
 /// of the send and receive buffers is rejected with ErrorCode::kInvalidArgument.
 ///
 /// A Communicator may be used by one thread at a time; distinct communicators (also one
-/// split from another) may be used concurrently from different threads.
+/// split from another) may be used concurrently from different threads. "Used" means any
+/// member below that issues, drives or ends work — the collectives and their Async forms,
+/// send/recv, groups, split, shrink, abort, revoke — and test() or wait() on a Request of
+/// this communicator. A thread that enters while another thread is inside one of those
+/// gets ErrorCode::kInvalidUsage naming both calls and both threads (e.g. "grove allReduce
+/// (rank 0 of 2, thread 41): thread 40 is inside Request::wait #7 ..."), and its call is not
+/// run: the call in flight completes normally. The check is a compare-and-swap per call,
+/// no lock and no system call. rank(), size(), getAsyncError() and valid() may be called
+/// from any thread at any time. Destroying or moving a Communicator while another thread
+/// uses it is not detected; handing it (or a Request) to another thread between calls is
+/// fine.
 class Communicator {
  public:
   /// Creates `nranks` communicators whose ranks are threads of this process (the in-process
@@ -188,7 +208,9 @@ class Communicator {
 
   /// Marks this communicator failed: the operations in flight and every later call throw
   /// ErrorCode::kInvalidUsage on this rank, and peers waiting on this rank get
-  /// ErrorCode::kRemoteError instead of waiting forever. Never blocks.
+  /// ErrorCode::kRemoteError instead of waiting forever. Never blocks. Like every call, it is
+  /// refused (kInvalidUsage) while another thread is inside one: it cannot stop a call on
+  /// another thread (bound those with CallOptions::timeout or GROVE_TIMEOUT).
   void abort();
 
   /// Quiesces this communicator: the operations in flight and every later call throw
@@ -207,7 +229,7 @@ class Communicator {
   /// kInvalidUsage inside a group. See docs/failures.md ("Recovery").
   Communicator shrink(std::span<const int> excludedRanks);
 
-  /// The first error an operation of this communicator hit, or kSuccess.
+  /// The first error an operation of this communicator hit, or kSuccess. Any thread.
   ErrorCode getAsyncError() const;
 
   /// True when this handle refers to a communicator.

@@ -12,9 +12,20 @@
  * escape. When a call fails, a message naming the function, the argument, the rank and what
  * was expected is stored as the calling thread's last error (groveGetLastError).
  *
- * Threads: a communicator may be used by one thread at a time. Groups
+ * Threads: a communicator may be used by one thread at a time. A call made on it while
+ * another thread is inside a call on it (a collective, send/recv, groveGroupEnd, split,
+ * shrink, revoke, abort or destroy) fails with groveInvalidUsage, naming both calls, and
+ * is not run; the call in flight is unaffected. groveCommCount, groveCommUserRank and
+ * groveCommGetAsyncError may be called from any thread at any time. Groups
  * (groveGroupStart/groveGroupEnd) are per thread, as in NCCL: one thread can drive every
  * rank of a groveCommInitAll by issuing each rank's call inside one group.
+ *
+ * Handles: a comm that was destroyed (groveCommDestroy, groveCommAbort) or that grove never
+ * returned gives groveInvalidArgument ("comm is not a live communicator ..." / "... not a
+ * communicator handle") from every function; grove checks it against a registry of the
+ * handles it issued without reading the memory it points to. Handles are never reused, so
+ * a stale one can never reach a newer communicator. Destroying a comm while another thread
+ * is about to call on it remains a race the check cannot always see: end the use first.
  *
  * This header is plain C11 and may be included from C++.
  */
@@ -141,7 +152,8 @@ GROVE_API groveResult_t groveCommSplit(groveComm_t comm, int color, int key, gro
 
 /** Marks the communicator failed (peers waiting on this rank get groveRemoteError instead
  *  of waiting forever) and frees the handle. Never blocks. A NULL comm is a no-op, as in
- *  NCCL. */
+ *  NCCL. groveInvalidUsage (and nothing done) while another thread is inside a call on comm:
+ *  grove cannot stop a call from another thread; bound it with GROVE_TIMEOUT instead. */
 GROVE_API groveResult_t groveCommAbort(groveComm_t comm);
 
 /** groveCommRevoke's flags: none are defined; pass GROVE_REVOKE_DEFAULT. */
@@ -172,7 +184,8 @@ GROVE_API groveResult_t groveCommShrink(groveComm_t comm, int* excludeRanksList,
 
 /** Frees the handle of a communicator that has no operation in flight. A NULL comm is a
  *  no-op, as in NCCL. groveInvalidUsage when comm has calls queued in this thread's open
- *  group. */
+ *  group or another thread is inside a call on it; groveInvalidArgument when it was
+ *  destroyed already. */
 GROVE_API groveResult_t groveCommDestroy(groveComm_t comm);
 
 /** Stores the number of ranks of comm in *count. */

@@ -163,7 +163,7 @@ void requireNonNull(const void* pointer, const char* name) {
 }
 
 Communicator& communicatorOf(groveComm_t comm) {
-  requireNonNull(comm, "comm");
+  requireLive(comm);
   return comm->comm;
 }
 
@@ -251,10 +251,8 @@ groveResult_t groveCommInitRank(groveComm_t* comm, int nranks, groveUniqueId com
     info.rootPort = id->port;
     info.secret = id->secret;
     info.source = "groveCommInitRank";
-    auto handle = std::make_unique<groveComm>();
-    handle->comm = grove::Communicator::fromState(
-        grove::detail::bootstrapProcess(info, false, grove::capi::serverForId(id->port)));
-    *comm = handle.release();
+    *comm = grove::capi::registerHandle(grove::Communicator::fromState(
+        grove::detail::bootstrapProcess(info, false, grove::capi::serverForId(id->port))));
   });
 }
 
@@ -262,9 +260,7 @@ groveResult_t groveCommInitEnv(groveComm_t* comm) {
   return guarded("groveCommInitEnv", [&] {
     requireNonNull(comm, "comm");
     *comm = nullptr;
-    auto handle = std::make_unique<groveComm>();
-    handle->comm = grove::Communicator::fromEnv();
-    *comm = handle.release();
+    *comm = grove::capi::registerHandle(grove::Communicator::fromEnv());
   });
 }
 
@@ -292,13 +288,9 @@ groveResult_t groveCommInitAll(groveComm_t* comms, int ndev, const int* devlist)
       }
     }
     std::vector<Communicator> group = Communicator::createInProcess(ndev);
-    std::vector<std::unique_ptr<groveComm>> handles;
-    handles.reserve(group.size());
-    for (Communicator& c : group) {
-      handles.push_back(std::make_unique<groveComm>());
-      handles.back()->comm = std::move(c);
+    for (int i = 0; i < ndev; ++i) {
+      comms[i] = grove::capi::registerHandle(std::move(group[static_cast<size_t>(i)]));
     }
-    for (int i = 0; i < ndev; ++i) comms[i] = handles[static_cast<size_t>(i)].release();
   });
 }
 
@@ -322,11 +314,7 @@ groveResult_t groveCommSplit(groveComm_t comm, int color, int key, groveComm_t* 
                       "; split each rank from its own thread, outside groups");
     }
     Communicator part = c.split(color, key);
-    if (part.valid()) {
-      auto handle = std::make_unique<groveComm>();
-      handle->comm = std::move(part);
-      *newcomm = handle.release();
-    }
+    if (part.valid()) *newcomm = grove::capi::registerHandle(std::move(part));
   });
 }
 
@@ -371,32 +359,32 @@ groveResult_t groveCommShrink(groveComm_t comm, int* excludeRanksList, int exclu
     if (shrinkFlags == GROVE_SHRINK_ABORT) c.revoke();
     Communicator survivors =
         c.shrink(std::span<const int>(excludeRanksList, static_cast<size_t>(excludeRanksCount)));
-    auto handle = std::make_unique<groveComm>();
-    handle->comm = std::move(survivors);
-    *newcomm = handle.release();
+    *newcomm = grove::capi::registerHandle(std::move(survivors));
   });
 }
 
 groveResult_t groveCommAbort(groveComm_t comm) {
   return guarded("groveCommAbort", [&] {
     if (comm == nullptr) return;
+    grove::capi::requireLive(comm);
+    comm->comm.abort();  // first: refused while another thread is inside a call on comm
     auto& touched = grove::capi::tGroup.touched;
     touched.erase(std::remove(touched.begin(), touched.end(), comm), touched.end());
-    std::unique_ptr<groveComm> owner(comm);
-    owner->comm.abort();
+    grove::capi::retireHandle(comm, "groveCommAbort");
   });
 }
 
 groveResult_t groveCommDestroy(groveComm_t comm) {
   return guarded("groveCommDestroy", [&] {
     if (comm == nullptr) return;
+    grove::capi::requireLive(comm);
     if (grove::capi::touchedByGroup(comm)) {
       throw Error(ErrorCode::kInvalidUsage,
                   "comm of rank " + std::to_string(comm->comm.rank()) +
                       " has calls queued in this thread's open group; call groveGroupEnd "
                       "first (or groveCommAbort)");
     }
-    delete comm;
+    grove::capi::retireHandle(comm, "groveCommDestroy");
   });
 }
 

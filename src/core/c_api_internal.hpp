@@ -15,14 +15,10 @@
 #include <string>
 #include <utility>
 
+#include "core/c_api_handles.hpp"
 #include "grove/communicator.hpp"
 #include "grove/error.hpp"
 #include "grove/grove.h"
-
-/// What a groveComm_t points to: one rank's C++ communicator.
-struct groveComm {
-  grove::Communicator comm;
-};
 
 namespace grove::bootstrap {
 class TcpStoreServer;
@@ -61,7 +57,8 @@ void noteGroupFailure(groveResult_t result);
 /// Throws kInvalidArgument "<name> is NULL" when `pointer` is null.
 void requireNonNull(const void* pointer, const char* name);
 
-/// Returns comm's Communicator; throws kInvalidArgument when comm is NULL.
+/// Returns comm's Communicator; throws kInvalidArgument when comm is NULL, destroyed or not
+/// a handle grove returned (requireLive).
 Communicator& communicatorOf(groveComm_t comm);
 
 /// Prepares a call on `comm`: inside a group, calls comm.groupStart() the first time this

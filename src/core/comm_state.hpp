@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "algo/registry.hpp"
+#include "core/call_guard.hpp"
 #include "core/config.hpp"
 #include "core/operation.hpp"
 #include "core/trace.hpp"
@@ -77,12 +78,19 @@ class CommState {
   /// reason; the communicator can still be shrunk (Communicator::shrink). Never blocks.
   void revoke();
   bool revoked() const { return revoked_.load(std::memory_order_acquire); }
-  ErrorCode asyncError() const { return asyncError_; }
+  /// Safe from any thread (Communicator::getAsyncError may be polled by a watchdog).
+  ErrorCode asyncError() const { return asyncError_.load(std::memory_order_relaxed); }
+
+  /// Which thread is inside this communicator (CallGuard).
+  InUseMarker& inUse() { return inUse_; }
+  const InUseMarker& inUse() const { return inUse_; }
 
   /// The algorithm (or "direct") of the latest collective that completed; empty before one.
   std::string_view lastAlgorithm() const { return lastAlgorithm_; }
 
   uint64_t nextSequence() { return ++sequence_; }
+  /// The number the next operation will get (what a CallGuard quotes for a call).
+  uint64_t upcomingSequence() const { return sequence_ + 1; }
   /// Numbers collective calls (not send/recv, which involve only some ranks): every rank
   /// gives the same call the same number, which its messages carry (MessageTag::call).
   uint64_t nextCollective() { return ++collectives_; }
@@ -148,7 +156,8 @@ class CommState {
 
   std::atomic<bool> aborted_{false};
   std::atomic<bool> revoked_{false};
-  ErrorCode asyncError_ = ErrorCode::kSuccess;
+  std::atomic<ErrorCode> asyncError_{ErrorCode::kSuccess};
+  InUseMarker inUse_;
   uint64_t sequence_ = 0;
   uint64_t collectives_ = 0;
   uint64_t splitSequence_ = 0;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/call_guard.hpp"
 #include "core/collective_call.hpp"
 #include "core/comm_state.hpp"
 #include "core/comm_topology.hpp"
@@ -16,13 +17,15 @@
 
 namespace grove {
 
+using detail::CallGuard;
 using detail::CollectiveCall;
 using detail::CommState;
 using plan::Collective;
 
 // ---- Request ---------------------------------------------------------------------------
 
-Request::Request(std::shared_ptr<detail::Operation> op) : op_(std::move(op)) {}
+Request::Request(std::shared_ptr<detail::Operation> op, std::weak_ptr<CommState> comm)
+    : op_(std::move(op)), comm_(std::move(comm)) {}
 Request::~Request() = default;
 Request::Request(Request&&) noexcept = default;
 Request& Request::operator=(Request&&) noexcept = default;
@@ -39,24 +42,38 @@ void requireValid(const std::shared_ptr<detail::Operation>& op) {
 
 }  // namespace
 
-bool Request::test() {
+template <class Drive>
+bool Request::advance(const char* call, Drive&& drive) {
   requireValid(op_);
-  if (!op_->finished() && op_->comm != nullptr) op_->comm->test(*op_);
+  // The operation's state is written by whichever thread drives the communicator: read it
+  // only inside the communicator. Once the communicator is gone the operation is final
+  // (~CommState fails what was queued) and nobody writes it any more.
+  if (std::shared_ptr<CommState> state = comm_.lock()) {
+    detail::CallGuard guard(*state, call, op_->sequence);
+    if (!op_->finished()) drive(*state);
+    throwIfFailed(*op_);
+    return op_->finished();
+  }
   throwIfFailed(*op_);
-  return op_->finished();
+  if (!op_->finished()) {
+    // Held by a group that never ended: ~CommState fails only what was queued.
+    throw Error(ErrorCode::kInvalidUsage,
+                fmt::format("grove {}: {} never ran: its communicator was destroyed first", call,
+                            op_->describe()));
+  }
+  return true;
+}
+
+bool Request::test() {
+  return advance("Request::test", [&](CommState& state) { state.test(*op_); });
 }
 
 void Request::wait() {
-  requireValid(op_);
-  if (!op_->finished() && op_->comm != nullptr) op_->comm->waitFor(*op_, std::nullopt);
-  throwIfFailed(*op_);
+  advance("Request::wait", [&](CommState& state) { state.waitFor(*op_, std::nullopt); });
 }
 
 bool Request::wait(std::chrono::steady_clock::time_point deadline) {
-  requireValid(op_);
-  if (!op_->finished() && op_->comm != nullptr) op_->comm->waitFor(*op_, deadline);
-  throwIfFailed(*op_);
-  return op_->finished();
+  return advance("Request::wait", [&](CommState& state) { state.waitFor(*op_, deadline); });
 }
 
 // ---- Communicator ----------------------------------------------------------------------
@@ -109,9 +126,18 @@ void run(CommState& state, const CollectiveCall& call) {
 
 }  // namespace
 
-#define GROVE_BLOCKING_AND_ASYNC(NAME, PARAMS, CALL)     \
-  void Communicator::NAME PARAMS { run(state(), CALL); } \
-  Request Communicator::NAME##Async PARAMS { return Request(detail::issue(state(), CALL)); }
+// Each public entry first takes the communicator (CallGuard, the one-thread check).
+#define GROVE_BLOCKING_AND_ASYNC(NAME, PARAMS, CALL)         \
+  void Communicator::NAME PARAMS {                           \
+    CommState& s = state();                                  \
+    CallGuard guard(s, #NAME, s.upcomingSequence());         \
+    run(s, CALL);                                            \
+  }                                                          \
+  Request Communicator::NAME##Async PARAMS {                 \
+    CommState& s = state();                                  \
+    CallGuard guard(s, #NAME "Async", s.upcomingSequence()); \
+    return Request(detail::issue(s, CALL), state_);          \
+  }
 
 GROVE_BLOCKING_AND_ASYNC(allReduce,
                          (const void* sendbuf, void* recvbuf, size_t count, DataType type,
@@ -173,31 +199,42 @@ GROVE_BLOCKING_AND_ASYNC(barrier, (),
 #undef GROVE_BLOCKING_AND_ASYNC
 
 void Communicator::send(const void* sendbuf, size_t count, DataType type, int peer) {
-  run(state(), CollectiveCall{Collective::kSendRecv, "send", sendbuf, nullptr, count, type,
-                              ReduceOp::kSum, peer, &kNoOptions});
+  CommState& s = state();
+  CallGuard guard(s, "send", s.upcomingSequence());
+  run(s, CollectiveCall{Collective::kSendRecv, "send", sendbuf, nullptr, count, type,
+                        ReduceOp::kSum, peer, &kNoOptions});
 }
 void Communicator::recv(void* recvbuf, size_t count, DataType type, int peer) {
-  run(state(), CollectiveCall{Collective::kSendRecv, "recv", nullptr, recvbuf, count, type,
-                              ReduceOp::kSum, peer, &kNoOptions});
+  CommState& s = state();
+  CallGuard guard(s, "recv", s.upcomingSequence());
+  run(s, CollectiveCall{Collective::kSendRecv, "recv", nullptr, recvbuf, count, type,
+                        ReduceOp::kSum, peer, &kNoOptions});
 }
 Request Communicator::sendAsync(const void* sendbuf, size_t count, DataType type, int peer) {
-  return Request(
-      detail::issue(state(), CollectiveCall{Collective::kSendRecv, "send", sendbuf, nullptr, count,
-                                            type, ReduceOp::kSum, peer, &kNoOptions}));
+  CommState& s = state();
+  CallGuard guard(s, "sendAsync", s.upcomingSequence());
+  return Request(detail::issue(s, CollectiveCall{Collective::kSendRecv, "send", sendbuf, nullptr,
+                                                 count, type, ReduceOp::kSum, peer, &kNoOptions}),
+                 state_);
 }
 Request Communicator::recvAsync(void* recvbuf, size_t count, DataType type, int peer) {
-  return Request(
-      detail::issue(state(), CollectiveCall{Collective::kSendRecv, "recv", nullptr, recvbuf, count,
-                                            type, ReduceOp::kSum, peer, &kNoOptions}));
+  CommState& s = state();
+  CallGuard guard(s, "recvAsync", s.upcomingSequence());
+  return Request(detail::issue(s, CollectiveCall{Collective::kSendRecv, "recv", nullptr, recvbuf,
+                                                 count, type, ReduceOp::kSum, peer, &kNoOptions}),
+                 state_);
 }
 
 void Communicator::groupStart() {
-  detail::checkUsable(state(), "groupStart");
-  state().groupStart();
+  CommState& s = state();
+  CallGuard guard(s, "groupStart", 0);
+  detail::checkUsable(s, "groupStart");
+  s.groupStart();
 }
 
 void Communicator::groupEnd() {
   CommState& s = state();
+  CallGuard guard(s, "groupEnd", 0);
   auto last = s.groupEnd();
   if (last) {
     s.waitFor(*last, std::nullopt);
@@ -207,16 +244,18 @@ void Communicator::groupEnd() {
 
 Request Communicator::groupEndAsync() {
   CommState& s = state();
+  CallGuard guard(s, "groupEndAsync", 0);
   auto last = s.groupEnd();
   if (!last) {
     last = s.newOperation();
     last->state = detail::Operation::State::kDone;
   }
-  return Request(std::move(last));
+  return Request(std::move(last), state_);
 }
 
 Communicator Communicator::split(int color, int key) {
   CommState& s = state();
+  CallGuard guard(s, "split", 0);
   detail::checkUsable(s, "split");
   if (color < -1) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -250,7 +289,11 @@ Communicator Communicator::split(int color, int key) {
       std::move(transport), s.config(), detail::subsetTopology(s.topology(), oldRanks, newRank)));
 }
 
-void Communicator::abort() { state().abort(); }
+void Communicator::abort() {
+  CommState& s = state();
+  CallGuard guard(s, "abort", 0);
+  s.abort();
+}
 
 ErrorCode Communicator::getAsyncError() const { return state().asyncError(); }
 

@@ -53,10 +53,15 @@ int shrinkColor(uint64_t hash) { return -2 - static_cast<int>(hash % (uint64_t{1
 
 }  // namespace
 
-void Communicator::revoke() { state().revoke(); }
+void Communicator::revoke() {
+  detail::CommState& s = state();
+  detail::CallGuard guard(s, "revoke", 0);
+  s.revoke();
+}
 
 Communicator Communicator::shrink(std::span<const int> excludedRanks) {
   detail::CommState& s = state();
+  detail::CallGuard guard(s, "shrink", 0);
   const int me = s.rank();
   const int n = s.size();
   auto invalid = [&](const std::string& what) {

@@ -437,8 +437,28 @@ static void testInitRankThreads(void) {
   }
 }
 
+/* A destroyed handle, destroyed again or used again, and a pointer grove never returned are
+ * groveInvalidArgument, not a use-after-free (tests/unit/c_api_handles_test.cpp has more). */
+static void testStaleAndForeignHandles(void) {
+  groveComm_t comm = NULL;
+  REQUIRE_OK(groveCommInitAll(&comm, 1, NULL));
+  REQUIRE_OK(groveCommDestroy(comm));
+  CHECK(groveCommDestroy(comm) == groveInvalidArgument);
+  CHECK(strstr(groveGetLastError(NULL), "destroyed already") != NULL);
+  int value = 0;
+  CHECK(groveAllReduce(&value, &value, 1, groveInt32, groveSum, comm) == groveInvalidArgument);
+  CHECK(groveCommCount(comm, &value) == groveInvalidArgument);
+  struct {
+    long words[4];
+  } local = {{0, 0, 0, 0}};
+  CHECK(groveCommUserRank((groveComm_t)&local, &value) == groveInvalidArgument);
+  CHECK(strstr(groveGetLastError(NULL), "not a communicator handle") != NULL);
+  CHECK(groveCommDestroy((groveComm_t)&local) == groveInvalidArgument);
+}
+
 int main(void) {
   testVersionAndStrings();
+  testStaleAndForeignHandles();
   testInitAll(3);
   testInitAll(4);
   testInitAll(1);

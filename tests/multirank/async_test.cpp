@@ -181,5 +181,32 @@ TEST_P(MultirankAsync, BlockingCallAfterAsyncDrivesThem) {
 INSTANTIATE_TEST_SUITE_P(RankCounts, MultirankAsync, ::testing::ValuesIn(kRankCounts),
                          rankCountName);
 
+// A Request that outlives its communicator reports the outcome without touching the freed
+// state (under ASan this was a use-after-free for a call held by a group that never ended).
+TEST(MultirankAsyncLifetime, RequestOutlivingItsCommunicatorFailsCleanly) {
+  std::vector<float> in(4, 1), out(4, 0);
+  Request queued, held;
+  {
+    auto comms = Communicator::createInProcess(1);
+    queued = comms[0].allReduceAsync(in.data(), out.data(), 4, DataType::kFloat32, ReduceOp::kSum);
+    comms[0].groupStart();
+    held = comms[0].allReduceAsync(in.data(), out.data(), 4, DataType::kFloat32, ReduceOp::kSum);
+  }
+  try {
+    queued.wait();
+    ADD_FAILURE() << "wait on a request of a destroyed communicator succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidUsage) << e.what();
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("destroyed")) << e.what();
+  }
+  try {
+    held.test();
+    ADD_FAILURE() << "test on a request of a destroyed communicator succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidUsage) << e.what();
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("never ran: its communicator was destroyed"));
+  }
+}
+
 }  // namespace
 }  // namespace grove::mr
