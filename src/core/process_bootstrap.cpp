@@ -41,9 +41,10 @@ Announcement parseAnnouncement(const std::string& text, int rank) {
   return Announcement{std::atoi(text.substr(0, bar).c_str()), text.substr(bar + 1)};
 }
 
-// Every communicator this process creates through one store gets the next generation, and
-// its keys live under "grove/<generation>/". Ranks that destroy and create communicators in
-// the same order (a framework's destroy_process_group + init_process_group, an elastic
+// Every communicator this process creates through one store as one rank gets the next
+// generation, and its keys live under "grove/<generation>/" (per rank: threads of one process
+// may be several ranks of one job). Ranks that destroy and create communicators in the same
+// order (a framework's destroy_process_group + init_process_group, an elastic
 // restart, a test suite) count alike, so the keys of one cycle never meet another's — even
 // when a fast rank of the new cycle still reaches the store of the old one, which its rank 0
 // has not destroyed yet.
@@ -54,7 +55,7 @@ int nextGeneration(const bootstrap::LaunchInfo& info) {
                                 ? fmt::format("{}:{}", info.rootHost, info.rootPort)
                                 : "file:" + info.storeDirectory;
   std::lock_guard lock(mutex);
-  return generations[store]++;
+  return generations[fmt::format("{}#{}", store, info.rank)]++;
 }
 
 }  // namespace
