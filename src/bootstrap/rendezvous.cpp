@@ -17,56 +17,49 @@ Rendezvous::Rendezvous(Store& store, std::string prefix, int rank, int size,
     : store_(store), prefix_(std::move(prefix)), rank_(rank), size_(size), timeout_(timeout) {}
 
 std::string Rendezvous::await(const std::string& key, const std::string& what) {
-  const std::string full = prefix_ + key;
-  const std::string failure = prefix_ + "failed";
-  const auto deadline = Clock::now() + timeout_;
-  auto pause = std::chrono::microseconds(200);
-  // Poll with `check` (one cheap round trip) rather than a blocking get, so a failure
-  // published by another rank is noticed while waiting.
-  while (!store_.check(full)) {
-    if (store_.check(failure)) {
-      throw Error(ErrorCode::kRemoteError, fmt::format("grove init (rank {} of {}): {}", rank_,
-                                                       size_, store_.get(failure, timeout_)));
-    }
-    if (Clock::now() >= deadline) {
-      std::string refused;
-      if (store_.check(std::string(kRefusedConnectionsKey))) {
-        refused =
-            "; the store refused: " + store_.get(std::string(kRefusedConnectionsKey), timeout_);
-      }
-      throw Error(
-          ErrorCode::kTimeout,
-          fmt::format("grove init (rank {} of {}): {} did not arrive within {} s{}", rank_, size_,
-                      what, std::chrono::duration_cast<std::chrono::seconds>(timeout_).count(),
-                      refused));
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(20'000));
-  }
-  return store_.get(full, timeout_);
+  return poll(key, what, false);
 }
 
 std::string Rendezvous::awaitStore(const std::string& key, const std::string& what) {
+  return poll(key, what, true);
+}
+
+std::string Rendezvous::poll(const std::string& key, const std::string& what, bool redial) {
   const std::string full = prefix_ + key;
+  const std::string failure = prefix_ + "failed";
+  const std::string refusedKey(kRefusedConnectionsKey);
   const auto deadline = Clock::now() + timeout_;
   auto pause = std::chrono::microseconds(200);
   std::string lastError;
   while (true) {
+    // Poll with `check` (one cheap round trip) rather than a blocking get, so a failure
+    // published by another rank is noticed while waiting.
     try {
       if (store_.check(full)) return store_.get(full, timeout_);
+      if (store_.check(failure)) {
+        throw Error(ErrorCode::kRemoteError, fmt::format("grove init (rank {} of {}): {}", rank_,
+                                                         size_, store_.get(failure, timeout_)));
+      }
     } catch (const Error& error) {
-      if (error.code() == ErrorCode::kInvalidUsage || error.code() == ErrorCode::kInvalidArgument) {
+      // A refused secret, a bad address or a published failure is final; a store that is
+      // not up (yet, or any more) is only when the caller does not redial.
+      if (!redial || error.code() == ErrorCode::kInvalidUsage ||
+          error.code() == ErrorCode::kInvalidArgument || error.code() == ErrorCode::kRemoteError) {
         throw;
       }
       lastError = error.what();
     }
     if (Clock::now() >= deadline) {
+      std::string why =
+          lastError.empty() ? std::string() : fmt::format(" (last store error: {})", lastError);
+      if (lastError.empty() && store_.check(refusedKey)) {
+        why = fmt::format("; the store refused: {}", store_.get(refusedKey, timeout_));
+      }
       throw Error(
           ErrorCode::kTimeout,
           fmt::format("grove init (rank {} of {}): {} did not arrive within {} s{}", rank_, size_,
                       what, std::chrono::duration_cast<std::chrono::seconds>(timeout_).count(),
-                      lastError.empty() ? std::string()
-                                        : fmt::format(" (last store error: {})", lastError)));
+                      why));
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(20'000));

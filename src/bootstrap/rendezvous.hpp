@@ -36,6 +36,9 @@ class Rendezvous {
   std::string missing(const std::string& key);
 
  private:
+  /// await (redial false) and awaitStore (redial true).
+  std::string poll(const std::string& key, const std::string& what, bool redial);
+
   Store& store_;
   std::string prefix_;
   int rank_;

@@ -173,13 +173,19 @@ int reinitInProcess(int cycles, int ranks) {
   return fds == fdsAfterFirst && threads == threadsAfterFirst ? 0 : 1;
 }
 
-int initOnce() {
-  int rank = rankFromEnv();
+// Joins from the environment and makes one checked allreduce; `size` gets the job's size.
+groveComm_t joinAndCheck(int rank, int* size) {
   groveComm_t comm = nullptr;
   SAFETY_CHECK(rank, groveCommInitEnv(&comm));
+  SAFETY_CHECK(rank, groveCommCount(comm, size));
+  checkedAllreduce(comm, rank, *size, 0);
+  return comm;
+}
+
+int initOnce() {
+  int rank = rankFromEnv();
   int size = 0;
-  SAFETY_CHECK(rank, groveCommCount(comm, &size));
-  checkedAllreduce(comm, rank, size, 0);
+  groveComm_t comm = joinAndCheck(rank, &size);
   SAFETY_CHECK(rank, groveCommDestroy(comm));
   std::printf("rank %d ok: joined %d ranks\n", rank, size);
   return 0;
@@ -187,11 +193,8 @@ int initOnce() {
 
 int leave() {
   int rank = rankFromEnv();
-  groveComm_t comm = nullptr;
-  SAFETY_CHECK(rank, groveCommInitEnv(&comm));
   int size = 0;
-  SAFETY_CHECK(rank, groveCommCount(comm, &size));
-  checkedAllreduce(comm, rank, size, 0);
+  groveComm_t comm = joinAndCheck(rank, &size);
   if (rank == size - 1) {
     SAFETY_CHECK(rank, groveCommDestroy(comm));
     std::printf("rank %d ok: left after one call\n", rank);
@@ -208,10 +211,8 @@ size_t heapInUse() { return mallinfo2().uordblks; }
 
 int splitCycles(int cycles) {
   int rank = rankFromEnv();
-  groveComm_t comm = nullptr;
-  SAFETY_CHECK(rank, groveCommInitEnv(&comm));
   int size = 0;
-  SAFETY_CHECK(rank, groveCommCount(comm, &size));
+  groveComm_t comm = joinAndCheck(rank, &size);
   size_t heapAtTenth = 0;
   for (int cycle = 0; cycle < cycles; ++cycle) {
     groveComm_t part = nullptr;
