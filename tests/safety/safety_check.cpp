@@ -10,6 +10,7 @@
 //   safety_check leave                   two allreduces, except the last rank, which makes one
 //                                        and destroys its communicator: the others' second call
 //                                        must fail naming it
+//   safety_check hold                    init, then print "holding R" and sleep until killed
 //   safety_check split CYCLES            CYCLES x (split, allreduce, destroy the part); rank 0
 //                                        reports its heap in use after the first tenth and at
 //                                        the end
@@ -207,6 +208,15 @@ int leave() {
                         " had left");
 }
 
+int hold() {
+  int rank = rankFromEnv();
+  groveComm_t comm = nullptr;
+  SAFETY_CHECK(rank, groveCommInitEnv(&comm));
+  std::printf("holding %d\n", rank);
+  std::fflush(stdout);
+  while (true) pause();
+}
+
 size_t heapInUse() { return mallinfo2().uordblks; }
 
 int splitCycles(int cycles) {
@@ -245,9 +255,10 @@ int main(int argc, char** argv) {
   }
   if (mode == "init") return initOnce();
   if (mode == "leave") return leave();
+  if (mode == "hold") return hold();
   if (mode == "split" && argc == 3) return splitCycles(std::atoi(argv[2]));
   std::fprintf(stderr,
                "usage: safety_check reinit CYCLES env|uid | reinit-inproc CYCLES N | init | "
-               "leave | split CYCLES\n");
+               "leave | hold | split CYCLES\n");
   return 2;
 }

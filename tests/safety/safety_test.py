@@ -310,6 +310,60 @@ def case_stranger():
     expect_all_ok("stranger (the real ranks)", job.finish())
 
 
+def start_holding(size):
+    """A job of `size` ranks that joined and then sleep (safety_check hold); None when a
+    rank did not say so."""
+    job = Job(size)
+    for rank in range(size):
+        job.start(rank, ["hold"])
+    for rank in range(size):
+        line = job.procs[rank].stdout.readline().decode(errors="replace")
+        if not line.startswith("holding"):
+            job.kill_all()
+            fail("stale_segments: rank %d did not hold: %r" % (rank, line))
+            return None
+    return job
+
+
+def case_stale_segments():
+    """Every rank of a job SIGKILLed before its peers mapped its node segment: the segments
+    stay in /dev/shm, nobody being left to remove them, until the next job starts. A job
+    that still runs keeps its own."""
+    dead, alive = start_holding(2), start_holding(2)
+    if dead is None or alive is None:
+        return
+    try:
+        left = dead.leftovers()
+        kept = alive.leftovers()
+        if not left or not kept:
+            fail("stale_segments: the held jobs have no segments to test with: %s %s" %
+                 (left, kept))
+            return
+        dead.kill_all()
+        if dead.leftovers() != left:
+            # A job of another test starting meanwhile (ctest runs two at once) reaps them too.
+            print("stale_segments: another job removed the dead job's segments first")
+        fresh = Job(2, env={"GROVE_DEBUG": "INFO"})
+        for rank in range(2):
+            fresh.start(rank, ["init"])
+        results = fresh.finish()
+        expect_all_ok("stale_segments (the next job)", results)
+        if dead.leftovers():
+            fail("stale_segments: the next job left the dead job's segments: %s" %
+                 dead.leftovers())
+        if alive.leftovers() != kept:
+            fail("stale_segments: the next job removed a running job's segments: %s -> %s" %
+                 (kept, alive.leftovers()))
+        said = [l for l in results[0][1].splitlines() if "whose ranks all died" in l]
+        print("stale_segments: %d segments of the killed job (%s) removed by the next job; "
+              "the running job kept its %d: %s" % (len(left), ", ".join(left), len(kept),
+                                                   said[0] if said else "(no log line)"))
+    finally:
+        alive.kill_all()
+        for name in alive.leftovers() + dead.leftovers():
+            os.unlink("/dev/shm/" + name)
+
+
 def case_split_heap():
     job = Job(2)
     for rank in range(2):
@@ -352,6 +406,7 @@ def main():
         "require_secret": case_require_secret,
         "stranger": case_stranger,
         "split_heap": case_split_heap,
+        "stale_segments": case_stale_segments,
     }
     if case not in cases:
         sys.exit("unknown case %s (expected one of %s)" % (case, ", ".join(sorted(cases))))

@@ -123,6 +123,8 @@ std::unique_ptr<Connection> ShmDomain::Impl::connectPeer(int src, int dst, int l
     c.header->magic = kFifoMagic;
     c.header->slotBytes = g.slotBytes;
     c.header->depth = g.depth;
+    c.header->ownerPid = static_cast<int32_t>(getpid());
+    c.header->ownerPidNamespace = pidNamespace;
     c.header->ready.store(1, std::memory_order_release);
   } else {
     while (c.header->ready.load(std::memory_order_acquire) == 0) {

@@ -102,6 +102,11 @@ ShmDomain::Impl::Impl(ShmOptions opts) : options(std::move(opts)) {
     silent[r].store(false, std::memory_order_relaxed);
   }
 
+  if (rank == options.localRanks.front()) {
+    if (int reaped = reapAbandonedSegments(); reaped > 0) {
+      log::info(rank, "shared memory: removed {} segment(s) of jobs whose ranks all died", reaped);
+    }
+  }
   nodeName = shm::nodeSegmentName(options.jobId, rank);
   int fd = shm::createSegment(nodeName, kPageBytes);
   if (fd < 0) {

@@ -106,6 +106,12 @@ class ShmDomain {
 /// segments behind. Throws kInvalidArgument for an invalid job id.
 void removeJobSegments(std::string_view jobId);
 
+/// Removes every /dev/shm/grove-* segment whose creator's process is gone (of this pid
+/// namespace; a pid reused since, or a segment not yet initialised, is left alone): what the
+/// ranks of a job that all died left behind, since none of them could remove it. Every new
+/// job's first local rank runs it. Returns how many it removed.
+int reapAbandonedSegments();
+
 /// Removes the segments of job `jobId` that rank `rank` owns or shares: its node segment and
 /// every FIFO from or to it. For survivors, when they find that rank's process gone: nobody
 /// else would remove what it created but no peer attached to yet.

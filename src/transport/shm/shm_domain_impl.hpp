@@ -60,6 +60,9 @@ struct FifoHeader {
   uint64_t magic;
   uint64_t slotBytes;
   uint64_t depth;
+  // The creator's process, like NodeHeader's: what reapAbandonedSegments() checks.
+  int32_t ownerPid;
+  uint64_t ownerPidNamespace;
 };
 static_assert(sizeof(FifoHeader) <= kPageBytes);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
