@@ -365,14 +365,19 @@ def case_stale_segments():
 
 
 def case_split_heap():
-    job = Job(2)
+    for transport in ("shm", "tcp"):
+        split_heap(transport)
+
+
+def split_heap(transport):
+    job = Job(2, env={"GROVE_TRANSPORT": "tcp"} if transport == "tcp" else {})
     for rank in range(2):
         job.start(rank, ["split", "2000"])
     results = job.finish()
-    expect_all_ok("split_heap", results)
+    expect_all_ok("split_heap %s" % transport, results)
     m = re.search(r"heap in use (\d+) -> (\d+) bytes", results[0][0])
     if not m:
-        fail("split_heap: no heap figures from rank 0: %s" % results[0][0])
+        fail("split_heap %s: no heap figures from rank 0: %s" % (transport, results[0][0]))
         return
     before, after = int(m.group(1)), int(m.group(2))
     # 1800 splits after the first 200. The store's keys once grew it by ~308 bytes a split;
@@ -380,10 +385,10 @@ def case_split_heap():
     # ever issued so that a stale handle can never alias a newer communicator
     # (src/core/c_api_handles.hpp).
     if after - before > 64 * 1800:
-        fail("split_heap: rank 0's heap grew by %d bytes over 1800 splits (%.0f a split)" %
-             (after - before, (after - before) / 1800))
-    print("split_heap: rank 0 heap in use %d -> %d bytes over 1800 splits (%+d)" %
-          (before, after, after - before))
+        fail("split_heap %s: rank 0's heap grew by %d bytes over 1800 splits (%.0f a split)" %
+             (transport, after - before, (after - before) / 1800))
+    print("split_heap %s: rank 0 heap in use %d -> %d bytes over 1800 splits (%+d)" %
+          (transport, before, after, after - before))
 
 
 def main():

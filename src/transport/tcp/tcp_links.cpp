@@ -313,6 +313,14 @@ TcpLinks::~TcpLinks() {
     }
   }
   for (tcp::Helper& helper : s.helpers) helper.thread.join();
+  // A clean close takes this rank's address out of the store, so thousands of splits over
+  // TCP do not grow it. After a failure the store may be out of reach: leave it.
+  if (!s.aborting && s.lowestFailed.load() < 0) {
+    try {
+      s.store.erase(fmt::format("{}/tcp/{}", s.options.keyPrefix, s.options.rank));
+    } catch (const Error&) {
+    }
+  }
 }
 
 Fifo& TcpLinks::sendFifo(int peer, int lane) {
