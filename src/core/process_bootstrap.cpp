@@ -48,14 +48,17 @@ Announcement parseAnnouncement(const std::string& text, int rank) {
 // restart, a test suite) count alike, so the keys of one cycle never meet another's — even
 // when a fast rank of the new cycle still reaches the store of the old one, which its rank 0
 // has not destroyed yet.
+// The store `info` meets through, for messages and as the generations' key.
+std::string storeAddress(const bootstrap::LaunchInfo& info) {
+  return info.storeDirectory.empty() ? fmt::format("{}:{}", info.rootHost, info.rootPort)
+                                     : "file:" + info.storeDirectory;
+}
+
 int nextGeneration(const bootstrap::LaunchInfo& info) {
   static std::mutex mutex;
   static std::map<std::string, int> generations;
-  const std::string store = info.storeDirectory.empty()
-                                ? fmt::format("{}:{}", info.rootHost, info.rootPort)
-                                : "file:" + info.storeDirectory;
   std::lock_guard lock(mutex);
-  return generations[fmt::format("{}#{}", store, info.rank)]++;
+  return generations[fmt::format("{}#{}", storeAddress(info), info.rank)]++;
 }
 
 }  // namespace
@@ -75,18 +78,17 @@ std::string hostIdentity() {
 
 namespace {
 
-// Warns (or, under GROVE_REQUIRE_SECRET=1, refuses) when the ranks span hosts and the job has
-// no secret: then anyone who can reach the store's or a rank's port can join the job.
-void checkSecret(const bootstrap::LaunchInfo& info, const std::vector<std::string>& hostIds) {
+// Warns when the ranks span hosts and the job has no secret: then anyone who can reach the
+// store's or a rank's port can join the job. (GROVE_REQUIRE_SECRET=1 refused it earlier.)
+void warnWithoutSecret(const bootstrap::LaunchInfo& info, const std::vector<std::string>& hostIds) {
   if (!info.secret.empty()) return;
   const size_t hosts = std::set<std::string>(hostIds.begin(), hostIds.end()).size();
   if (hosts < 2) return;
-  const std::string what = fmt::format(
-      "this job's {} ranks run on {} hosts and it has no secret (GROVE_SECRET or "
-      "GROVE_SECRET_FILE): any process that can reach its ports can join it as a rank and "
-      "read its data",
-      info.worldSize, hosts);
-  log::warn(info.rank, "{}; give every rank the same GROVE_SECRET (docs/launchers.md)", what);
+  log::warn(info.rank,
+            "this job's {} ranks run on {} hosts and it has no secret (GROVE_SECRET or "
+            "GROVE_SECRET_FILE): any process that can reach its ports can join it as a rank and "
+            "read its data; give every rank the same GROVE_SECRET (docs/launchers.md)",
+            info.worldSize, hosts);
 }
 
 // Everything after the store connection: claim the rank, learn who lives where, connect.
@@ -116,8 +118,7 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
   }
   store->set(fmt::format("{}rank/{}", prefix, rank), fmt::format("{}|{}", size, hostIdentity()));
   log::info(rank, "init: rank {} of {} claimed at the store {}, waiting for the others", rank, size,
-            info.storeDirectory.empty() ? fmt::format("{}:{}", info.rootHost, info.rootPort)
-                                        : info.storeDirectory);
+            storeAddress(info));
   if (rank == 0) {
     // The launcher's job id (grove run removes /dev/shm/grove-<id>-* after the job).
     const char* launcherJob = std::getenv("GROVE_JOB_ID");
@@ -160,7 +161,7 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
     }
     setup.hostIds.push_back(a.host);
   }
-  checkSecret(info, setup.hostIds);
+  warnWithoutSecret(info, setup.hostIds);
   log::info(rank, "init: rank {} of {} from {} (store {}:{}), job {}", rank, size, info.source,
             info.rootHost, info.rootPort, setup.jobId);
   auto transport = std::make_unique<transport::ProcessTransport>(std::move(setup));
