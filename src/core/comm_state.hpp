@@ -88,9 +88,15 @@ class CommState {
   /// The algorithm (or "direct") of the latest collective that completed; empty before one.
   std::string_view lastAlgorithm() const { return lastAlgorithm_; }
 
-  uint64_t nextSequence() { return ++sequence_; }
+  /// Only the thread inside the communicator advances it (a plain load and store); others
+  /// read it for a CallGuard before they know whether they may enter, hence the atomic.
+  uint64_t nextSequence() {
+    const uint64_t next = sequence_.load(std::memory_order_relaxed) + 1;
+    sequence_.store(next, std::memory_order_relaxed);
+    return next;
+  }
   /// The number the next operation will get (what a CallGuard quotes for a call).
-  uint64_t upcomingSequence() const { return sequence_ + 1; }
+  uint64_t upcomingSequence() const { return sequence_.load(std::memory_order_relaxed) + 1; }
   /// Numbers collective calls (not send/recv, which involve only some ranks): every rank
   /// gives the same call the same number, which its messages carry (MessageTag::call).
   uint64_t nextCollective() { return ++collectives_; }
@@ -158,7 +164,7 @@ class CommState {
   std::atomic<bool> revoked_{false};
   std::atomic<ErrorCode> asyncError_{ErrorCode::kSuccess};
   InUseMarker inUse_;
-  uint64_t sequence_ = 0;
+  std::atomic<uint64_t> sequence_{0};
   uint64_t collectives_ = 0;
   uint64_t splitSequence_ = 0;
 };
