@@ -37,7 +37,8 @@ class Store {
   /// Removes `key` (absent: nothing happens). Waiters for it keep waiting.
   virtual void erase(std::string_view key) = 0;
   /// A "last will": when this client's connection to the store ends before the will is
-  /// cancelled (its process died, or the connection broke), the store sets `key` to `value`.
+  /// cancelled (its process died, or the connection broke), the store sets `key` to `value`
+  /// unless `key` is set by then (the first account of a failure wins).
   /// An empty `value` cancels the will for `key`. Stores without connections (the file
   /// store) cannot tell and ignore it; so does the default.
   virtual void setOnClose(std::string_view /*key*/, std::string_view /*value*/) {}

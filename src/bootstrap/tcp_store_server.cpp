@@ -5,9 +5,9 @@
 // as it is read, before the buffer may grow further. A `get` for a missing key parks the
 // connection in a waiter table (it reads no further requests until answered); a `set` or
 // `add` of that key answers it. Anything malformed closes that one connection with a warning.
-// A connection may leave "last wills" (onClose): values the server sets when it closes
-// without having cancelled them, which is how ranks learn at once that a peer's process
-// ended in the middle of the rendezvous.
+// A connection may leave "last wills" (onClose): values the server sets, unless the key is
+// set already, when it closes without having cancelled them, which is how ranks learn at once that
+// a peer's process ended in the middle of the rendezvous.
 #include <fmt/format.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -422,9 +422,10 @@ void TcpStoreServer::Impl::close(uint64_t id, std::string_view why) {
   }
   std::vector<std::pair<std::string, std::string>> wills = std::move(c.onClose);
   connections.erase(it);  // Closing the descriptor also removes it from the epoll set.
+  // A will does not overwrite: what was set first (a rank's own, fuller account of its
+  // failure, published just before its process ended) stays.
   for (auto& [key, value] : wills) {
-    values[key] = std::move(value);
-    wakeWaiters(key);
+    if (values.emplace(key, std::move(value)).second) wakeWaiters(key);
   }
 }
 

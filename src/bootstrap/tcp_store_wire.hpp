@@ -5,8 +5,9 @@
 // Integers are little-endian. set carries the value; get and check carry none; add carries
 // the delta as an 8-byte signed integer. Responses: set → empty; get → the value; add → the
 // new value (8 bytes); check → one byte 0/1; status 1 (error) → a message. onClose carries a
-// value of at most kMaxOnCloseValueBytes (empty: cancel) that the server sets under the key
-// when the connection closes without cancelling it (a "last will"); it answers empty. erase
+// value of at most kMaxOnCloseValueBytes (empty: cancel) that the server sets under the key,
+// unless it is set, when the connection closes without cancelling it (a "last will"); it
+// answers empty. erase
 // carries no value, removes the key (absent: nothing happens) and answers empty.
 // decodeRequest is the one place the server parses requests, kept pure so it can be fuzzed.
 #pragma once

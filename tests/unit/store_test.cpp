@@ -120,6 +120,43 @@ TEST_F(TcpStoreTest, GetWaitsUntilAnotherClientSets) {
   EXPECT_EQ(count.get(), "3");
 }
 
+TEST_F(TcpStoreTest, OnCloseSetsItsKeyWhenTheConnectionEndsUnlessCancelledOrSet) {
+  auto watcher = client();
+  {
+    auto dying = client();
+    dying->setOnClose("will/a", "a died");
+    dying->setOnClose("will/b", "b died");
+    dying->setOnClose("will/c", "c died");
+    dying->setOnClose("will/b", "");  // cancelled
+    watcher->set("will/c", "c said why itself");
+    EXPECT_FALSE(watcher->check("will/a"));  // not before the connection ends
+  }
+  EXPECT_EQ(watcher->get("will/a", 10s), "a died");
+  EXPECT_EQ(watcher->get("will/c", 10s), "c said why itself");  // a will never overwrites
+  EXPECT_FALSE(watcher->check("will/b"));
+  // Bounded per connection: the ninth is refused, the connection stays usable.
+  auto greedy = client();
+  for (size_t i = 0; i < wire::kMaxOnClosePerConnection; ++i) {
+    greedy->setOnClose("many/" + std::to_string(i), "x");
+  }
+  EXPECT_EQ(errorOf([&] { greedy->setOnClose("many/last", "x"); }).code(),
+            ErrorCode::kInvalidUsage);
+  EXPECT_FALSE(greedy->check("many/last"));
+  EXPECT_EQ(errorOf([&] { greedy->setOnClose("big", std::string(4097, 'x')); }).code(),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST_F(TcpStoreTest, EraseRemovesAKeyAndIgnoresAMissingOne) {
+  auto store = client();
+  store->set("gone", "soon");
+  store->add("counter", 5);
+  store->erase("gone");
+  store->erase("counter");
+  store->erase("never-set");
+  EXPECT_FALSE(store->check("gone"));
+  EXPECT_EQ(store->add("counter", 1), 1);  // starts from 0 again
+}
+
 TEST_F(TcpStoreTest, GetTimeoutNamesKeyAndServerThenClientRecovers) {
   auto store = client();
   Error error = errorOf([&] { store->get("never-set", 50ms); });
@@ -397,6 +434,14 @@ class FileStoreTest : public ::testing::Test {
 TEST_F(FileStoreTest, SetGetAddCheck) {
   FileStore store(directory_ + "/nested/dir");
   checkBasics(store);
+}
+
+TEST_F(FileStoreTest, EraseRemovesAKeyAndIgnoresAMissingOne) {
+  FileStore store(directory_);
+  store.set("gone", "soon");
+  store.erase("gone");
+  store.erase("never-set");
+  EXPECT_FALSE(store.check("gone"));
 }
 
 TEST_F(FileStoreTest, KeysMapToDistinctSafeFileNames) {
