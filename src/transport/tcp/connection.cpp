@@ -2,6 +2,8 @@
 #include "transport/tcp/connection.hpp"
 
 #include <fmt/format.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -117,10 +119,35 @@ void Connection::finishFrame() {
   }
 }
 
+void Connection::finishWriting() {
+  if (halfClosed_ || !sealed_ || state_ != State::kOpen) return;
+  halfClosed_ = true;
+  ::shutdown(socket_.fd(), SHUT_WR);
+}
+
+size_t Connection::unacknowledgedBytes() const {
+  int bytes = 0;
+  if (::ioctl(socket_.fd(), SIOCOUTQ, &bytes) != 0) return 0;
+  return static_cast<size_t>(std::max(bytes, 0));
+}
+
+void Connection::failSending() {
+  // Data for a peer that reset the connection cannot arrive. A peer that failed sent an
+  // abort frame (with the failure's origin and cause) before closing: read what it sent
+  // first, so that the reason wins over the pipe.
+  readable_ = true;
+  pumpRead();
+  fail(State::kBroken, sendError_);
+}
+
 bool Connection::pumpWrite() {
+  if (!sendError_.empty()) {
+    if (state_ == State::kOpen && hasUnsentData()) failSending();
+    return false;
+  }
   bool progress = false;
   size_t budget = kPumpBudget;
-  while (state_ == State::kOpen && writable_ && !sealed_ && budget > 0) {
+  while (state_ == State::kOpen && writable_ && !sealed_ && sendError_.empty() && budget > 0) {
     // Data frames stop as soon as a control frame is queued (after the one in flight).
     if (!txActive_ && !startNextFrame()) break;
     iovec parts[2];
@@ -140,13 +167,14 @@ bool Connection::pumpWrite() {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         writable_ = false;
       } else if (errno != EINTR) {
-        const int sendError = errno;
-        // A peer that failed sent an abort frame (with the failure's origin and cause)
-        // before closing: read what it sent first, so that the reason wins over the pipe.
-        readable_ = true;
-        pumpRead();
-        fail(State::kBroken,
-             fmt::format("sending to rank {} failed: {}", peer_, std::strerror(sendError)));
+        sendError_ = fmt::format("sending to rank {} failed: {}", peer_, std::strerror(errno));
+        // Only a heartbeat lost: a peer that left after its last message resets a
+        // connection it had unread heartbeats on; its data and bye are still readable.
+        if (hasUnsentData()) {
+          failSending();
+        } else {
+          readable_ = true;
+        }
       }
       continue;
     }
@@ -212,6 +240,16 @@ void Connection::onAbortNotice() {
                                           notice_.origin, notice_.cause));
 }
 
+void Connection::endOfStream(std::string unexpected) {
+  // After a bye, between frames, the end is clean even when it is a reset: the peer left
+  // after everything it sent had been read.
+  if (byeReceived_ && rxState_ == ReadState::kHeader && rxHeaderDone_ == 0) {
+    fail(State::kClosed, fmt::format("rank {} closed the connection", peer_));
+  } else {
+    fail(State::kBroken, sendError_.empty() ? std::move(unexpected) : sendError_);
+  }
+}
+
 bool Connection::pumpRead() {
   bool progress = false;
   size_t budget = kPumpBudget;
@@ -269,18 +307,12 @@ bool Connection::pumpRead() {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         readable_ = false;
       } else if (errno != EINTR) {
-        fail(State::kBroken,
-             fmt::format("receiving from rank {} failed: {}", peer_, std::strerror(errno)));
+        endOfStream(fmt::format("receiving from rank {} failed: {}", peer_, std::strerror(errno)));
       }
       continue;
     }
     if (got == 0) {
-      bool between = rxState_ == ReadState::kHeader && rxHeaderDone_ == 0;
-      if (byeReceived_ && between) {
-        fail(State::kClosed, fmt::format("rank {} closed the connection", peer_));
-      } else {
-        fail(State::kBroken, fmt::format("connection to rank {} closed unexpectedly", peer_));
-      }
+      endOfStream(fmt::format("connection to rank {} closed unexpectedly", peer_));
       continue;
     }
     progress = true;

@@ -76,8 +76,15 @@ class Connection {
   bool waitingForSlot() const { return rxState_ == ReadState::kSlot && !discard_; }
   /// The notice of the abort frame that ended this connection (state kAborted).
   const AbortNotice& abortNotice() const { return notice_; }
-  /// True once the queued control frame is fully written (or the connection is dead).
-  bool controlFlushed() const { return sealed_ || state_ != State::kOpen; }
+  /// True once the queued control frame is fully written (or nothing more can be written).
+  bool controlFlushed() const {
+    return sealed_ || !sendError_.empty() || state_ != State::kOpen;
+  }
+  /// After the control frame: half-closes the socket (once), so that the peer reads EOF
+  /// right after the bye and closes its end, and nothing this rank sent is lost to a reset.
+  void finishWriting();
+  /// Bytes written to the socket that the peer's host has not acknowledged yet.
+  size_t unacknowledgedBytes() const;
   /// Incoming data is read and dropped instead of waiting for receive slots (on shutdown,
   /// so that a peer flushing to this rank is not stuck).
   void discardIncomingData() { discard_ = true; }
@@ -96,6 +103,11 @@ class Connection {
   bool onHeader();
   void onAbortNotice();
   void fail(State state, std::string error);
+  /// Writing failed with data still to send: ends the connection (after reading the
+  /// peer's last frames).
+  void failSending();
+  /// EOF or a read error: closed after the peer's bye, else broken.
+  void endOfStream(std::string unexpected);
 
   Socket socket_;
   int peer_;
@@ -125,6 +137,10 @@ class Connection {
   bool heartbeatQueued_ = false;
   bool txHeartbeat_ = false;  ///< The frame in flight is a heartbeat (it does not seal).
   bool sealed_ = false;       ///< The control frame is out; nothing more is written.
+  bool halfClosed_ = false;   ///< finishWriting shut the write side down.
+  /// Why writing failed (the peer reset the connection); the read side then decides how
+  /// the connection ends, since what the peer sent before the reset is still readable.
+  std::string sendError_;
   Clock::time_point lastSend_ = Clock::now();
   Clock::time_point lastReceive_ = Clock::now();
 

@@ -15,7 +15,8 @@
 //
 // Shutdown (the TcpLinks destructor): committed messages are still sent (up to the
 // timeout), incoming data is read and dropped, then every connection gets a bye frame (or
-// an abort frame after abort()) and is closed.
+// an abort frame after abort()), is half-closed, and is closed once the peer closed its end
+// or acknowledged every byte (continueShutdown says why).
 #include <fmt/format.h>
 #include <sched.h>
 #include <sys/epoll.h>
@@ -233,6 +234,15 @@ class NetworkLoop {
   }
 
   /// One shutdown step; false when the thread may exit.
+  ///
+  /// Closing a socket with unread bytes in it (a heartbeat the peer sent while this rank
+  /// shut down) makes the kernel reset the connection and drop what this rank wrote but
+  /// the peer's host had not taken yet: its last messages and the bye. So after the bye
+  /// each connection is half-closed and kept open, its input read and dropped, until the
+  /// peer closes its end, or, after a grace, until the peer's host acknowledged every byte
+  /// (the peer reads them even after a reset). Both wait for the peer's network thread only;
+  /// a peer whose receive slots stay full holds this rank up to the timeout, as unsent
+  /// messages do.
   bool continueShutdown() {
     Clock::time_point now = Clock::now();
     if (!byeQueued_) {
@@ -243,14 +253,30 @@ class NetworkLoop {
       }
       if (!s_.aborting && unsentData() && now < drainDeadline_) return true;
       byeQueued_ = true;
-      flushDeadline_ = now + kFlushGrace;
+      lingerStart_ = now;
       FrameKind kind = s_.aborting ? FrameKind::kAbort : FrameKind::kBye;
       std::string payload = s_.aborting ? abortPayload() : std::string();
       for (auto& connection : connections_) connection->sendControl(kind, payload);
     }
-    bool flushed = std::all_of(connections_.begin(), connections_.end(),
-                               [](const auto& c) { return c->controlFlushed(); });
-    return !flushed && now < flushDeadline_;
+    if (s_.aborting) {
+      // An abort closes fast: the notice gets a grace to go out, the data is dropped.
+      bool flushed = std::all_of(connections_.begin(), connections_.end(),
+                                 [](const auto& c) { return c->controlFlushed(); });
+      return !flushed && now < lingerStart_ + kFlushGrace;
+    }
+    bool settled = true;
+    for (auto& connection : connections_) {
+      if (s_.failed[connection->peer()]) continue;
+      if (!connection->controlFlushed()) {
+        settled = false;
+        continue;
+      }
+      connection->finishWriting();
+      if (now < lingerStart_ + kFlushGrace || connection->unacknowledgedBytes() > 0) {
+        settled = false;
+      }
+    }
+    return !settled && now < drainDeadline_;
   }
 
   /// Whether a message committed to a healthy peer has not been written yet.
@@ -281,7 +307,7 @@ class NetworkLoop {
   bool draining_ = false;
   bool byeQueued_ = false;
   Clock::time_point drainDeadline_;
-  Clock::time_point flushDeadline_;
+  Clock::time_point lingerStart_;
 };
 
 }  // namespace
