@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "grove/error.hpp"
+#include "grove/store.hpp"
 #include "grove/types.hpp"
 
 namespace grove {
@@ -25,6 +26,21 @@ struct CallOptions {
   std::string algorithm;
   /// How long this call may wait for its peers before it fails with ErrorCode::kTimeout
   /// (naming the call, the step and the peer it waited for). Zero: GROVE_TIMEOUT.
+  std::chrono::milliseconds timeout{0};
+};
+
+/// How Communicator::fromStore joins its group.
+struct StoreJoinOptions {
+  /// Names the group, equal on every rank (a framework's group name). The communicators
+  /// this process creates through one store under one name as one rank are numbered, and
+  /// each number has its own keys: a group destroyed and created again (destroy and
+  /// init_process_group) never meets the keys of the last one, as long as every rank
+  /// creates and destroys in the same order.
+  std::string group = "default";
+  /// The job secret that authenticates the TCP transport's connections, the same on every
+  /// rank. Empty: GROVE_SECRET, else the contents of GROVE_SECRET_FILE, else none.
+  std::string secret;
+  /// How long creation waits for the other ranks. Zero: GROVE_TIMEOUT.
   std::chrono::milliseconds timeout{0};
 };
 
@@ -107,6 +123,14 @@ class Communicator {
   /// directory per job) and need no GROVE_ROOT. Call it once per job;
   /// make further communicators with split().
   static Communicator fromEnv();
+
+  /// Creates rank `rank` of a group of `size` processes that meet through `store`, a store
+  /// the caller brings (a framework's own, see grove/store.hpp); blocks until every rank
+  /// has joined. Ranks on one host talk through shared memory, hosts through TCP, as with
+  /// fromEnv. Throws kInvalidArgument for a null store or a rank outside [0, size), and
+  /// what fromEnv throws for a failed rendezvous.
+  static Communicator fromStore(std::shared_ptr<Store> store, int rank, int size,
+                                const StoreJoinOptions& options = {});
 
   Communicator();
   ~Communicator();

@@ -115,10 +115,12 @@ void readRendezvous(const Getenv& getenv, const Launcher& launcher, LaunchInfo* 
                           launcher.source, launcher.rank, lookup(getenv, launcher.rank)));
 }
 
+}  // namespace
+
 // GROVE_SECRET, else the contents of GROVE_SECRET_FILE (trailing white space and newlines
 // cut, so `openssl rand -hex 16 > f` works); a file that cannot be read or holds nothing is
 // an error, since silently running without the secret the user asked for is worse.
-std::string readSecret(const Getenv& getenv) {
+std::string readSecret(const std::function<const char*(const char*)>& getenv) {
   if (const char* secret = getenv("GROVE_SECRET"); secret != nullptr && *secret != '\0') {
     return secret;
   }
@@ -144,7 +146,6 @@ std::string readSecret(const Getenv& getenv) {
   return secret;
 }
 
-}  // namespace
 
 std::optional<LaunchInfo> detectLaunch(const Getenv& getenv) {
   for (const Launcher& launcher : kLaunchers) {

@@ -36,4 +36,8 @@ struct LaunchInfo {
 /// malformed or inconsistent (rank outside [0, size)).
 std::optional<LaunchInfo> detectLaunch(const std::function<const char*(const char*)>& getenv);
 
+/// The job secret: GROVE_SECRET, else the contents of GROVE_SECRET_FILE (trailing white
+/// space cut), else empty. Throws kInvalidArgument when the file cannot be read or is empty.
+std::string readSecret(const std::function<const char*(const char*)>& getenv);
+
 }  // namespace grove::bootstrap

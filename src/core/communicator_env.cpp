@@ -1,5 +1,5 @@
-// Communicator::fromEnv: a communicator for a rank that is a process, found through the
-// launcher's environment variables.
+// Communicator::fromEnv and fromStore: a communicator for a rank that is a process, found
+// through the launcher's environment variables or through a store the caller brings.
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -7,6 +7,7 @@
 
 #include "bootstrap/launch.hpp"
 #include "core/comm_state.hpp"
+#include "core/config.hpp"
 #include "core/process_bootstrap.hpp"
 #include "grove/communicator.hpp"
 
@@ -25,6 +26,34 @@ Communicator Communicator::fromEnv() {
   const char* store = std::getenv("GROVE_STORE");
   const bool external = store != nullptr && std::string_view(store) == "external";
   return fromState(detail::bootstrapProcess(*info, info->rank == 0 && !external));
+}
+
+Communicator Communicator::fromStore(std::shared_ptr<Store> store, int rank, int size,
+                                     const StoreJoinOptions& options) {
+  if (!store) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("grove fromStore (rank {} of {}): store is null (expected a Store "
+                            "every rank of the group reaches)",
+                            rank, size));
+  }
+  if (size < 1 || rank < 0 || rank >= size) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("grove fromStore: rank {} of size {} (expected size >= 1 and "
+                            "0 <= rank < size)",
+                            rank, size));
+  }
+  bootstrap::LaunchInfo info;
+  info.rank = rank;
+  info.worldSize = size;
+  info.source = "a store of the caller's";
+  info.secret = !options.secret.empty()
+                    ? options.secret
+                    : bootstrap::readSecret([](const char* name) { return std::getenv(name); });
+  detail::Config config = detail::Config::fromEnvironment();
+  if (options.timeout.count() > 0) config.timeout = options.timeout;
+  detail::requireSecretIfAsked(config, info);
+  return fromState(detail::joinThrough(info, config, std::move(store), nullptr,
+                                       fmt::format("group '{}' of a caller's store", options.group)));
 }
 
 }  // namespace grove

@@ -54,11 +54,11 @@ std::string storeAddress(const bootstrap::LaunchInfo& info) {
                                      : "file:" + info.storeDirectory;
 }
 
-int nextGeneration(const bootstrap::LaunchInfo& info) {
+int nextGeneration(const std::string& where, int rank) {
   static std::mutex mutex;
   static std::map<std::string, int> generations;
   std::lock_guard lock(mutex);
-  return generations[fmt::format("{}#{}", storeAddress(info), info.rank)]++;
+  return generations[fmt::format("{}#{}", where, rank)]++;
 }
 
 }  // namespace
@@ -95,7 +95,7 @@ void warnWithoutSecret(const bootstrap::LaunchInfo& info, const std::vector<std:
 std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config& config,
                                 std::shared_ptr<bootstrap::Store> store,
                                 bootstrap::Rendezvous& rendezvous, std::shared_ptr<void> server,
-                                const std::string& prefix) {
+                                const std::string& prefix, const std::string& where) {
   const int rank = info.rank;
   const int size = info.worldSize;
   // A fast rank of this cycle may still reach the store of the last one, which its rank 0
@@ -118,7 +118,7 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
   }
   store->set(fmt::format("{}rank/{}", prefix, rank), fmt::format("{}|{}", size, hostIdentity()));
   log::info(rank, "init: rank {} of {} claimed at the store {}, waiting for the others", rank, size,
-            storeAddress(info));
+            where);
   if (rank == 0) {
     // The launcher's job id (grove run removes /dev/shm/grove-<id>-* after the job).
     const char* launcherJob = std::getenv("GROVE_JOB_ID");
@@ -162,8 +162,8 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
     setup.hostIds.push_back(a.host);
   }
   warnWithoutSecret(info, setup.hostIds);
-  log::info(rank, "init: rank {} of {} from {} (store {}:{}), job {}", rank, size, info.source,
-            info.rootHost, info.rootPort, setup.jobId);
+  log::info(rank, "init: rank {} of {} from {} (store {}), job {}", rank, size, info.source, where,
+            setup.jobId);
   auto transport = std::make_unique<transport::ProcessTransport>(std::move(setup));
   auto state = std::make_shared<CommState>(std::move(transport), config, std::move(topology));
   store->setOnClose(prefix + "failed", "");  // Up: its later failures travel on the transport.
@@ -172,9 +172,7 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
 
 }  // namespace
 
-std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, bool serveStore,
-                                            std::shared_ptr<void> runningServer) {
-  Config config = Config::fromEnvironment();
+void requireSecretIfAsked(const Config& config, const bootstrap::LaunchInfo& info) {
   if (config.requireSecret && info.secret.empty()) {
     throw Error(ErrorCode::kInvalidUsage,
                 fmt::format("grove init (rank {} of {}): GROVE_REQUIRE_SECRET=1 and this job has "
@@ -182,6 +180,12 @@ std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, b
                             "GROVE_SECRET_FILE",
                             info.rank, info.worldSize));
   }
+}
+
+std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, bool serveStore,
+                                            std::shared_ptr<void> runningServer) {
+  Config config = Config::fromEnvironment();
+  requireSecretIfAsked(config, info);
   std::shared_ptr<void> server = std::move(runningServer);
   std::shared_ptr<bootstrap::Store> store;
   if (!info.storeDirectory.empty()) {
@@ -199,10 +203,16 @@ std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, b
     store = std::make_shared<bootstrap::TcpStoreClient>(info.rootHost, info.rootPort, info.secret,
                                                         config.timeout);
   }
-  const std::string prefix = fmt::format("grove/{}/", nextGeneration(info));
+  return joinThrough(info, config, std::move(store), std::move(server), storeAddress(info));
+}
+
+std::shared_ptr<CommState> joinThrough(const bootstrap::LaunchInfo& info, const Config& config,
+                                       std::shared_ptr<bootstrap::Store> store,
+                                       std::shared_ptr<void> server, const std::string& where) {
+  const std::string prefix = fmt::format("grove/{}/", nextGeneration(where, info.rank));
   bootstrap::Rendezvous rendezvous(*store, prefix, info.rank, info.worldSize, config.timeout);
   try {
-    return join(info, config, store, rendezvous, server, prefix);
+    return join(info, config, store, rendezvous, server, prefix, where);
   } catch (const Error& error) {
     rendezvous.publishFailure(error.what());
     // The store lives in this process: keep it up a moment so the others read why (they

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "bootstrap/launch.hpp"
+#include "bootstrap/store.hpp"
+#include "core/config.hpp"
 
 namespace grove::detail {
 
@@ -24,5 +26,15 @@ std::string hostIdentity();
 /// unique id's): the communicator keeps it alive for as long as it lives.
 std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, bool serveStore,
                                             std::shared_ptr<void> runningServer = nullptr);
+
+/// Joins the job as info.rank through `store`, which the caller brings (and serves, if it
+/// serves it: `server` is kept alive with the communicator). `where` names the store in
+/// messages and keys the init generations (see process_bootstrap.cpp).
+std::shared_ptr<CommState> joinThrough(const bootstrap::LaunchInfo& info, const Config& config,
+                                       std::shared_ptr<bootstrap::Store> store,
+                                       std::shared_ptr<void> server, const std::string& where);
+
+/// Throws kInvalidUsage when GROVE_REQUIRE_SECRET=1 and `info` carries no secret.
+void requireSecretIfAsked(const Config& config, const bootstrap::LaunchInfo& info);
 
 }  // namespace grove::detail
