@@ -72,7 +72,7 @@ std::string typeNames() {
 std::string opNames() {
   std::string names;
   for (ReduceOp op : perf::allReduceOps()) names += std::string(toString(op)) + ", ";
-  return names + "or all";
+  return names + "band, bor, bxor (integer types), or all (the first five)";
 }
 
 perf::Options validate(const PerfArgs& args, bool stepFactorGiven) {

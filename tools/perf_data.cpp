@@ -150,6 +150,14 @@ Pattern::Pattern(Collective collective, DataType type, ReduceOp op, int nranks, 
       modulus_ = 101;
       offset_ = isSigned(type) ? 50 : 0;
       break;
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      // Integer types only (the call refuses others): seven-bit patterns, in every range.
+      scheme_ = Scheme::kMinMax;
+      modulus_ = 128;
+      offset_ = 0;
+      break;
   }
 }
 
@@ -214,6 +222,15 @@ uint64_t Pattern::reducedBits(size_t index, uint64_t salt) const {
         break;
       case ReduceOp::kMin:
         acc = std::min(acc, v);
+        break;
+      case ReduceOp::kBand:
+        acc &= v;
+        break;
+      case ReduceOp::kBor:
+        acc |= v;
+        break;
+      case ReduceOp::kBxor:
+        acc ^= v;
         break;
     }
   }

@@ -94,7 +94,10 @@ typedef enum {
   groveMax = 2,    /**< Propagates NaN. */
   groveMin = 3,    /**< Propagates NaN. */
   groveAvg = 4,    /**< Sum divided by the number of ranks (integers truncate toward zero). */
-  groveNumOps = 5, /**< Number of operators. */
+  groveBand = 5,   /**< Bitwise and (integer types only). */
+  groveBor = 6,    /**< Bitwise or (integer types only). */
+  groveBxor = 7,   /**< Bitwise exclusive or (integer types only). */
+  groveNumOps = 8, /**< Number of operators. */
   groveRedOpForceInt = 0x7fffffff,        /**< See groveResultForceInt. */
   groveRedOpForceIntMin = -0x7fffffff - 1 /**< See groveResultForceInt. */
 } groveRedOp_t;

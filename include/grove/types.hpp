@@ -29,11 +29,26 @@ inline constexpr int kDataTypeCount = 10;
 ///
 /// kMin and kMax propagate NaN: if any input is NaN the result is NaN (PyTorch's rule).
 /// kAvg is the sum divided by the number of ranks; integer types divide with truncation
-/// toward zero, as C does.
-enum class ReduceOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
+/// toward zero, as C does. kBand, kBor and kBxor are bitwise and, or and exclusive or, on
+/// the integer types only (acceptsOp).
+enum class ReduceOp : int {
+  kSum = 0,
+  kProd = 1,
+  kMax = 2,
+  kMin = 3,
+  kAvg = 4,
+  kBand = 5,
+  kBor = 6,
+  kBxor = 7
+};
 
 /// Number of distinct ReduceOp values.
-inline constexpr int kReduceOpCount = 5;
+inline constexpr int kReduceOpCount = 8;
+
+/// True for the bitwise operators (kBand, kBor, kBxor).
+constexpr bool isBitwise(ReduceOp op) {
+  return op == ReduceOp::kBand || op == ReduceOp::kBor || op == ReduceOp::kBxor;
+}
 
 /// Size in bytes of one element of `type`; 0 for an invalid value.
 constexpr size_t dataTypeSize(DataType type) {
@@ -72,18 +87,24 @@ constexpr bool isValid(ReduceOp op) {
   return static_cast<int>(op) >= 0 && static_cast<int>(op) < kReduceOpCount;
 }
 
+/// Whether elements of `type` can be reduced with `op`: every pair but a bitwise operator on
+/// a floating-point type.
+constexpr bool acceptsOp(DataType type, ReduceOp op) {
+  return !(isBitwise(op) && isFloatingPoint(type));
+}
+
 /// nccl-tests' name of a type: "int8", "uint8", "int32", "uint32", "int64", "uint64",
 /// "half", "float", "double", "bfloat16".
 std::string_view toString(DataType type);
 
-/// Name of an operator: "sum", "prod", "max", "min", "avg".
+/// Name of an operator: "sum", "prod", "max", "min", "avg", "band", "bor", "bxor".
 std::string_view toString(ReduceOp op);
 
 /// Parses a type name. Accepts nccl-tests' names and the aliases "float16", "float32",
 /// "float64", "fp16", "bf16", "char", "int", "uint".
 std::optional<DataType> parseDataType(std::string_view name);
 
-/// Parses an operator name ("sum", "prod", "max", "min", "avg").
+/// Parses an operator name ("sum", "prod", "max", "min", "avg", "band", "bor", "bxor").
 std::optional<ReduceOp> parseReduceOp(std::string_view name);
 
 }  // namespace grove

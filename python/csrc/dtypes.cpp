@@ -56,11 +56,11 @@ std::optional<grove::ReduceOp> groveOp(RedOp op) {
     case RedOp::MAX:
       return grove::ReduceOp::kMax;
     case RedOp::BAND:
-      return static_cast<grove::ReduceOp>(5);  // TODO-MERGE kBand
+      return grove::ReduceOp::kBand;
     case RedOp::BOR:
-      return static_cast<grove::ReduceOp>(6);  // TODO-MERGE kBor
+      return grove::ReduceOp::kBor;
     case RedOp::BXOR:
-      return static_cast<grove::ReduceOp>(7);  // TODO-MERGE kBxor
+      return grove::ReduceOp::kBxor;
     default:
       return std::nullopt;
   }

@@ -103,7 +103,7 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
   const bool reduces = call.collective == Collective::kAllReduce ||
                        call.collective == Collective::kReduce ||
                        call.collective == Collective::kReduceScatter;
-  if (reduces) checkOp(site, call.op);
+  if (reduces) checkOp(site, call.op, call.type);
   const bool rooted =
       call.collective == Collective::kBroadcast || call.collective == Collective::kReduce ||
       call.collective == Collective::kGather || call.collective == Collective::kScatter;

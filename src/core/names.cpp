@@ -40,7 +40,8 @@ constexpr std::array<TypeName, 18> kTypeNames{{
     {"uint", DataType::kUint32},
 }};
 
-constexpr std::array<std::string_view, kReduceOpCount> kOpNames{"sum", "prod", "max", "min", "avg"};
+constexpr std::array<std::string_view, kReduceOpCount> kOpNames{"sum", "prod", "max", "min",
+                                                                "avg", "band", "bor", "bxor"};
 
 // Names are matched without regard to case ("FLOAT", "Sum"), since they come from users.
 bool equalsIgnoreCase(std::string_view a, std::string_view b) {

@@ -39,10 +39,15 @@ void checkType(const CallSite& site, DataType type) {
   }
 }
 
-void checkOp(const CallSite& site, ReduceOp op) {
+void checkOp(const CallSite& site, ReduceOp op, DataType type) {
   if (!isValid(op)) {
     invalid(site, fmt::format("op {} is not a grove::ReduceOp (expected 0..{})",
                               static_cast<int>(op), kReduceOpCount - 1));
+  }
+  if (!acceptsOp(type, op)) {
+    invalid(site, fmt::format("op {} needs an integer type (int8, uint8, int32, uint32, int64, "
+                              "uint64), got type {}",
+                              toString(op), toString(type)));
   }
 }
 

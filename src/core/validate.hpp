@@ -20,7 +20,8 @@ struct CallSite {
 /// The communicator can take calls: not aborted, not failed earlier.
 void checkUsable(const CommState& comm, const char* name);
 void checkType(const CallSite& site, DataType type);
-void checkOp(const CallSite& site, ReduceOp op);
+/// A valid operator that `type` accepts (bitwise ones need an integer type).
+void checkOp(const CallSite& site, ReduceOp op, DataType type);
 /// A null buffer is an error when it must hold `count` > 0 elements.
 void checkBuffer(const CallSite& site, const char* argument, const void* buffer, size_t count,
                  DataType type);

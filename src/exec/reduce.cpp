@@ -77,6 +77,11 @@ void checkTypeOp(const char* call, DataType type, ReduceOp op) {
                                                  " is not a valid ReduceOp (expected 0.." +
                                                  std::to_string(kReduceOpCount - 1) + ")");
   }
+  if (!acceptsOp(type, op)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(call) + ": op " + std::string(toString(op)) +
+                    " needs an integer type, " + "got " + std::string(toString(type)));
+  }
 }
 
 void checkBuffer(const char* call, const char* name, const void* p, size_t count) {

@@ -126,8 +126,14 @@ struct IntKind {
       return bitCast<Value>(bitCast<Unsigned>(a) * bitCast<Unsigned>(b));
     } else if constexpr (kOp == ReduceOp::kMax) {
       return a > b ? a : b;
-    } else {
+    } else if constexpr (kOp == ReduceOp::kMin) {
       return a < b ? a : b;
+    } else if constexpr (kOp == ReduceOp::kBand) {
+      return a & b;
+    } else if constexpr (kOp == ReduceOp::kBor) {
+      return a | b;
+    } else {
+      return a ^ b;
     }
   }
 
@@ -252,6 +258,16 @@ void reduceOps(void* dst, const void* a, const void* b, size_t count, ReduceOp o
       return reduceLoop<K, ReduceOp::kMax>(dst, a, b, count);
     case ReduceOp::kMin:
       return reduceLoop<K, ReduceOp::kMin>(dst, a, b, count);
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      // Integer kinds only: the checks refused a floating type before (acceptsOp).
+      if constexpr (K::kInteger) {
+        if (op == ReduceOp::kBand) return reduceLoop<K, ReduceOp::kBand>(dst, a, b, count);
+        if (op == ReduceOp::kBor) return reduceLoop<K, ReduceOp::kBor>(dst, a, b, count);
+        return reduceLoop<K, ReduceOp::kBxor>(dst, a, b, count);
+      }
+      return;
   }
 }
 

@@ -65,7 +65,7 @@ static void testVersionAndStrings(void) {
   CHECK(strcmp(groveGetErrorString((groveResult_t)1234), "unknown result code") == 0);
   CHECK(groveChar == groveInt8 && groveInt == groveInt32 && groveHalf == groveFloat16);
   CHECK(groveFloat == groveFloat32 && groveDouble == groveFloat64 && groveBfloat16 == 9);
-  CHECK(groveAvg == 4 && groveTimeout == 8);
+  CHECK(groveAvg == 4 && groveBxor == 7 && groveNumOps == 8 && groveTimeout == 8);
 
   groveUniqueId a, b;
   OK(groveGetUniqueId(&a));
@@ -121,6 +121,16 @@ static void testAllReduce(groveComm_t* comms, int n) {
   for (int r = 0; r < n; ++r) {
     for (int i = 0; i < 3; ++i) CHECK(drecv[r][i] == (n > 1 ? 50.5 : 0.0) - i);
   }
+  /* Bitwise exclusive or of uint32 bit patterns; bitwise ops refuse floating types. */
+  uint32_t xsend[MAX_RANKS], xrecv[MAX_RANKS], want = 0;
+  for (int r = 0; r < n; ++r) want ^= xsend[r] = 0x9e3779b9u * (uint32_t)(r + 1);
+  OK(groveGroupStart());
+  for (int r = 0; r < n; ++r)
+    OK(groveAllReduce(&xsend[r], &xrecv[r], 1, groveUint32, groveBxor, comms[r]));
+  OK(groveGroupEnd());
+  for (int r = 0; r < n; ++r) CHECK(xrecv[r] == want);
+  CHECK(groveAllReduce(dsend[0], drecv[0], 3, groveDouble, groveBand, comms[0]) ==
+        groveInvalidArgument);
 }
 
 static void testRootedCollectives(groveComm_t* comms, int n) {

@@ -281,6 +281,7 @@ std::vector<Case> everyShape(Collective collective, int nranks, Mode mode) {
   uint32_t salt = 0;
   for (DataType type : types) {
     for (ReduceOp op : ops) {
+      if (!acceptsOp(type, op)) continue;
       for (size_t count : kCounts) {
         for (int root = 0; root < roots; ++root) {
           for (bool inPlace : {false, true}) {

@@ -204,6 +204,13 @@ inline double reductionInput(DataType type, ReduceOp op, int rank, size_t i) {
       const int v = static_cast<int>((rank * 13 + i * 7 + 5) % 41);
       return sign ? v - 20 : v;
     }
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor: {
+      // Varied bit patterns of int8/uint8 range; signed types get negative ones (high bits).
+      const int v = static_cast<int>((rank * 29 + i * 11 + 3) % 128);
+      return sign ? v - 64 : v + ((rank + i) % 2) * 128;
+    }
   }
   return 0;
 }

@@ -127,7 +127,10 @@ struct Case {
 bool sampled(bool full, DataType type, ReduceOp op, size_t count) {
   const int t = static_cast<int>(type);
   const int o = static_cast<int>(op);
-  auto rotated = [t](int shift) { return (t + shift) % kReduceOpCount; };
+  // Rotates over the five arithmetic operators; the bitwise ones (integer types only) are
+  // reached by the full runs of the integer types.
+  constexpr int kArithmeticOps = 5;
+  auto rotated = [t](int shift) { return (t + shift) % kArithmeticOps; };
   if (count == kPrimeCount) return true;
   if (count == 0) return o == rotated(0);
   if (count == 1) return full || o == rotated(1);
@@ -145,6 +148,7 @@ std::vector<Case> makeCases(const Target& target) {
       const std::vector<ReduceOp> ops = reduces(kind) ? allOps() : std::vector{ReduceOp::kSum};
       for (ReduceOp op : ops) {
         for (size_t count : {size_t{0}, size_t{1}, kPrimeCount, largeCount(type)}) {
+          if (reduces(kind) && !acceptsOp(type, op)) continue;
           if (reduces(kind) && !sampled(target.full, type, op, count)) continue;
           const int root = configuration++ % n;
           for (bool inPlace : {false, true}) {

@@ -101,6 +101,7 @@ void checkReductions(Communicator& comm, Checker& check) {
   int salt = 0;
   for (int t = 0; t < kDataTypeCount; ++t) {
     for (int o = 0; o < kReduceOpCount; ++o) {
+      if (!acceptsOp(static_cast<DataType>(t), static_cast<ReduceOp>(o))) continue;
       for (size_t count : kCounts) {
         checkAll(comm, check, static_cast<DataType>(t), static_cast<ReduceOp>(o), count, salt);
         salt += 3;

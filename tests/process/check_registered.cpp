@@ -249,6 +249,7 @@ void checkEverything(Communicator& comm, Checker& check, int& salt) {
   constexpr DataType kMovedTypes[] = {DataType::kInt8, DataType::kFloat16, DataType::kFloat64};
   for (int t = 0; t < kDataTypeCount; ++t) {
     for (int o = 0; o < kReduceOpCount; ++o) {
+      if (!acceptsOp(static_cast<DataType>(t), static_cast<ReduceOp>(o))) continue;
       for (size_t count : kCounts) {
         const auto type = static_cast<DataType>(t);
         const auto op = static_cast<ReduceOp>(o);

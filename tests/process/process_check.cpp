@@ -78,6 +78,11 @@ double reductionValue(int rank, size_t i, ReduceOp op, int salt) {
     case ReduceOp::kMax:
     case ReduceOp::kMin:
       return static_cast<double>((r * 7 + i * 13 + s) % 101) - 50;
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      // Seven-bit patterns: in range of every integer type.
+      return static_cast<double>((r * 29 + i * 11 + s) % 128);
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
       break;

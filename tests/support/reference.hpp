@@ -64,6 +64,12 @@ T integerOp(T a, T b, ReduceOp op) {
       return a > b ? a : b;
     case ReduceOp::kMin:
       return a < b ? a : b;
+    case ReduceOp::kBand:
+      return static_cast<T>(ua & ub);
+    case ReduceOp::kBor:
+      return static_cast<T>(ua | ub);
+    case ReduceOp::kBxor:
+      return static_cast<T>(ua ^ ub);
   }
   return 0;
 }
@@ -87,6 +93,10 @@ F floatOp(F a, F b, ReduceOp op) {
       const U bits = isMax ? (bitsOf<U>(a) & bitsOf<U>(b)) : (bitsOf<U>(a) | bitsOf<U>(b));
       return withBits<F>(bits);
     }
+    case ReduceOp::kBand:  // no floating type accepts these (acceptsOp)
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      break;
   }
   return 0;
 }

@@ -1,0 +1,172 @@
+"""The ranks' side of the torch backend tests: `workers.py CASE [ARGS]`, started by
+launch.py with torchrun's environment. Each case prints RESULT lines (JSON)."""
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+import grove_torch  # noqa: F401  (registers "grove")
+
+from matrix import check_collectives
+
+
+def report(name, **values):
+    values["name"] = name
+    print("RESULT " + json.dumps(values), flush=True)
+
+
+def init(timeout_s=120):
+    dist.init_process_group(backend="grove", timeout=timedelta(seconds=timeout_s))
+    return dist.get_rank(), dist.get_world_size()
+
+
+def case_collectives():
+    rank, n = init()
+    gloo = dist.new_group(backend="gloo")
+    failures, checked = check_collectives(rank, n, gloo)
+    report("collectives", failures=failures[:50], failed=len(failures), checked=checked)
+    dist.destroy_process_group()
+
+
+def case_groups():
+    rank, n = init()
+    # A subset and the whole group, used alternately; the factory runs on members only.
+    subset = dist.new_group(ranks=[0, n - 1], backend="grove")
+    evens = dist.new_group(ranks=list(range(0, n, 2)), backend="grove")
+    sums = []
+    for step in range(3):
+        t = torch.tensor([float(rank + 1)])
+        dist.all_reduce(t)
+        sums.append(t.item())
+        if rank in (0, n - 1):
+            s = torch.tensor([float(rank + 1 + step)])
+            dist.all_reduce(s, group=subset)
+            sums.append(s.item())
+        if rank % 2 == 0:
+            e = torch.tensor([float(rank)])
+            dist.all_reduce(e, group=evens)
+            sums.append(e.item())
+    objects = [None] * n
+    dist.all_gather_object(objects, {"rank": rank, "text": "r%d" % rank})
+    listed = [{"x": [1, 2, 3]}, None] if rank == 0 else [None, None]
+    dist.broadcast_object_list(listed, src=0)
+    report("groups", sums=sums, objects=objects, broadcast=listed[0])
+    dist.destroy_process_group()
+
+
+def case_reinit(cycles):
+    # destroy_process_group + init_process_group, as elastic restarts and test suites do.
+    for cycle in range(int(cycles)):
+        rank, n = init()
+        t = torch.tensor([float(rank + cycle)])
+        dist.all_reduce(t)
+        dist.destroy_process_group()
+    report("reinit", last=t.item(), fds=len(os.listdir("/proc/self/fd")),
+           threads=len(os.listdir("/proc/self/task")))
+
+
+def case_kill():
+    rank, n = init()
+    victim = n - 1
+    t = torch.ones(1000)
+    started = None
+    try:
+        for step in range(1000000):
+            if step == 20:
+                if rank == victim:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                started = time.monotonic()
+            dist.all_reduce(t)
+            t.fill_(1.0)
+        report("kill", error=None)
+    except Exception as error:  # noqa: BLE001  (the class is part of what is checked)
+        report("kill", error=str(error), cls=type(error).__name__,
+               seconds=time.monotonic() - (started or time.monotonic()))
+    os._exit(0)
+
+
+def case_stop():
+    rank, n = init(timeout_s=120)
+    victim = n - 1
+    t = torch.ones(10)
+    dist.all_reduce(t)
+    if rank == victim:
+        report("stopping", pid=os.getpid())
+        os.kill(os.getpid(), signal.SIGSTOP)
+    started = time.monotonic()
+    try:
+        dist.all_reduce(t)
+        report("stop", error=None)
+    except Exception as error:  # noqa: BLE001
+        report("stop", error=str(error), cls=type(error).__name__,
+               seconds=time.monotonic() - started)
+    os._exit(0)
+
+
+def case_mismatch():
+    rank, n = init()
+    t = torch.ones(8)
+    try:
+        if rank == 0:
+            dist.broadcast(t, src=0)
+        else:
+            dist.all_reduce(t)
+        report("mismatch", error=None)
+    except Exception as error:  # noqa: BLE001
+        report("mismatch", error=str(error), cls=type(error).__name__)
+    os._exit(0)
+
+
+def case_bad_input():
+    rank, n = init()
+    messages = {}
+    for name, call in [
+        ("int16_sum", lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16))),
+        ("complex_max", lambda: dist.all_reduce(torch.ones(4, dtype=torch.complex64),
+                                                op=dist.ReduceOp.MAX)),
+        ("float_band", lambda: dist.all_reduce(torch.ones(4), op=dist.ReduceOp.BAND)),
+        ("bad_root", lambda: dist.broadcast(torch.ones(4), src=n + 3)),
+        ("any_source", lambda: dist.recv(torch.ones(4))),
+    ]:
+        try:
+            call()
+            messages[name] = None
+        except Exception as error:  # noqa: BLE001
+            messages[name] = str(error)
+    # The group still works after refused calls (nothing was queued).
+    t = torch.ones(3)
+    dist.all_reduce(t)
+    report("bad_input", messages=messages, after=t.tolist())
+    dist.destroy_process_group()
+
+
+def case_monitored(absent):
+    rank, n = init(timeout_s=60)
+    absent = int(absent)
+    message = None
+    if rank != absent:
+        try:
+            dist.monitored_barrier(timeout=timedelta(seconds=2))
+        except Exception as error:  # noqa: BLE001
+            message = str(error)
+    report("monitored", error=message)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    case = sys.argv[1]
+    try:
+        if case in ("ddp", "fsdp"):
+            import training
+            getattr(training, "case_" + case)(report)
+        else:
+            globals()["case_" + case](*sys.argv[2:])
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        sys.exit(1)
