@@ -4,10 +4,13 @@
 #
 #   make                  install missing packages, configure and build the release preset
 #   make run              build, then `grove perf allreduce` on 4 processes (grove run, shm)
-#   make test             format check, release build + all tests, then ASan/UBSan build +
-#                         all tests, then TSan build + the multi-threaded tests (names
-#                         matching TSAN_TESTS), then the fuzzers for FUZZ_SECONDS each
-#   make test-release | test-asan | test-tsan | test-fuzz    one stage of `make test`
+#   make test             format check, release build + all tests, the PyTorch backend's
+#                         suite (test-torch), then ASan/UBSan build + all tests, then TSan
+#                         build + the multi-threaded tests (names matching TSAN_TESTS), then
+#                         the fuzzers for FUZZ_SECONDS each
+#   make test-release | test-torch | test-asan | test-tsan | test-fuzz   one stage of it
+#   make torch            the PyTorch backend (python/, import grove_torch) built in place
+#                         against the pinned torch in build/venv, made on first use
 #   make debug            build the debug preset (build-debug/)
 #   make format           clang-format the sources in place;  make format-check: only check
 #   make install PREFIX=DIR                      install the release build under DIR
@@ -29,6 +32,8 @@ TSAN_TARGETS ?= $(basename $(notdir $(shell grep -lE '$(TSAN_TESTS)' \
 FUZZ_SECONDS ?= 30
 CMAKE ?= cmake
 CTEST ?= ctest
+# The PyTorch backend's virtual environment (torch pinned in python/requirements.txt).
+VENV ?= build/venv
 
 # ccache (used when installed, see CMakeLists.txt): paths under this tree are hashed relative
 # to it and the build directory is left out of the hash, so a fresh clone elsewhere reuses
@@ -41,9 +46,12 @@ export CCACHE_MAXSIZE ?= 16G
 .NOTPARALLEL:
 .DEFAULT_GOAL := all
 .PHONY: all deps build run debug test test-release test-asan test-tsan test-fuzz format format-check \
-        install package clean
+        install package clean torch test-torch
 
+# `make` also builds the PyTorch backend when its environment exists (after make torch or
+# make test); creating it downloads torch, so only those two targets do.
 all: deps build
+	@if [ -x $(VENV)/bin/python ]; then $(MAKE) --no-print-directory torch; fi
 
 deps:
 	@scripts/install-deps.sh
@@ -59,11 +67,26 @@ debug: deps
 	$(CMAKE) --preset debug
 	$(CMAKE) --build --preset debug -j$(JOBS)
 
-test: deps format-check test-release test-asan test-tsan test-fuzz
-	@echo "make test: release, asan, tsan and fuzz stages passed"
+test: deps format-check test-release test-torch test-asan test-tsan test-fuzz
+	@echo "make test: release, torch, asan, tsan and fuzz stages passed"
 
 test-release: build
 	$(CTEST) --preset release
+
+# The environment is rebuilt when the pins change (the stamp records which were installed).
+$(VENV)/.installed: python/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r python/requirements.txt
+	cp python/requirements.txt $@
+
+# Built in place (python/grove_torch/_C*.so) against build/lib/libgrove.a; ccache (its
+# compiler links under /usr/lib/ccache) speeds the rebuilds of a fresh clone.
+torch: build $(VENV)/.installed
+	cd python && CXX=$$(test -x /usr/lib/ccache/c++ && echo /usr/lib/ccache/c++ || echo c++) \
+	  MAX_JOBS=$(JOBS) ../$(VENV)/bin/python setup.py --quiet build_ext --inplace
+
+test-torch: torch
+	PYTHONPATH=python $(VENV)/bin/python -m pytest -q tests/torch
 
 test-asan: deps
 	$(CMAKE) --preset asan

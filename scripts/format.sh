@@ -5,13 +5,13 @@
 # Usage: scripts/format.sh [--check]
 #   (no argument)  rewrite the files in place
 #   --check        change nothing; list the files that need formatting and exit 1 if any do
-# Directories: include/ src/ tools/ tests/ bench/ examples/ fuzz/ (those that exist). Files:
+# Directories: include/ src/ tools/ tests/ bench/ examples/ fuzz/ python/ (those that exist). Files:
 # *.h *.hpp *.c *.cc *.cpp. CLANG_FORMAT selects the binary (default: clang-format).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 readonly CLANG_FORMAT=${CLANG_FORMAT:-clang-format}
-readonly DIRS=(include src tools tests bench examples fuzz)
+readonly DIRS=(include src tools tests bench examples fuzz python)
 
 mode=fix
 case "${1:-}" in

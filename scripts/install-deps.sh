@@ -28,6 +28,9 @@ readonly PACKAGES=(
   clang               # clang++ for the libFuzzer targets (make test-fuzz); GCC has no libFuzzer
   libclang-rt-14-dev  # libFuzzer + sanitizer runtimes of clang 14 (only recommended by clang)
   python3             # helper scripts (bench plots, result checks)
+  python3-venv        # build/venv: the pinned torch the PyTorch backend is built and tested with
+  python3-dev         # Python.h for the backend's extension module
+  ninja-build         # torch.utils.cpp_extension compiles the extension with ninja
   graphviz            # dot: grove plan --svg draws packed trees over the topology
   openmpi-bin libopenmpi-dev mpich libmpich-dev libgloo-dev  # peer drivers (bench/peers)
 )

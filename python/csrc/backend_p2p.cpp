@@ -82,6 +82,7 @@ void GroveBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool /*wai
             "verdict within " + std::to_string(timeout.count()) + " ms (rank 0 did not arrive)");
     }
     std::vector<uint8_t> verdict = store_->get(verdictKey);
+    store_->add(prefix + "/read", 1);  // rank 0 (the store's host, often) may now go
     if (!verdict.empty()) raise(std::string(verdict.begin(), verdict.end()));
     return;
   }
@@ -104,6 +105,13 @@ void GroveBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool /*wai
     verdict = text.str();
   }
   store_->set(verdictKey, std::vector<uint8_t>(verdict.begin(), verdict.end()));
+  // Rank 0 often hosts torch's store: before it raises (and perhaps exits), let the ranks
+  // that arrived read the verdict (a few seconds at most).
+  const int64_t arrived = size_ - 1 - static_cast<int64_t>(missing.size());
+  const auto readBy = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (store_->add(prefix + "/read", 0) < arrived && std::chrono::steady_clock::now() < readBy) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   if (!verdict.empty()) raise(verdict + " (seen by rank 0)");
 }
 

@@ -146,7 +146,6 @@ std::string readSecret(const std::function<const char*(const char*)>& getenv) {
   return secret;
 }
 
-
 std::optional<LaunchInfo> detectLaunch(const Getenv& getenv) {
   for (const Launcher& launcher : kLaunchers) {
     const char* rank = lookup(getenv, launcher.rank);

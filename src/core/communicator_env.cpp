@@ -52,8 +52,9 @@ Communicator Communicator::fromStore(std::shared_ptr<Store> store, int rank, int
   detail::Config config = detail::Config::fromEnvironment();
   if (options.timeout.count() > 0) config.timeout = options.timeout;
   detail::requireSecretIfAsked(config, info);
-  return fromState(detail::joinThrough(info, config, std::move(store), nullptr,
-                                       fmt::format("group '{}' of a caller's store", options.group)));
+  return fromState(
+      detail::joinThrough(info, config, std::move(store), nullptr,
+                          fmt::format("group '{}' of a caller's store", options.group)));
 }
 
 }  // namespace grove

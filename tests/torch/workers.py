@@ -22,15 +22,17 @@ def report(name, **values):
 
 
 def init(timeout_s=120):
-    dist.init_process_group(backend="grove", timeout=timedelta(seconds=timeout_s))
+    dist.init_process_group(backend=os.environ.get("TEST_BACKEND", "grove"),
+                            timeout=timedelta(seconds=timeout_s))
     return dist.get_rank(), dist.get_world_size()
 
 
 def case_collectives():
     rank, n = init()
     gloo = dist.new_group(backend="gloo")
-    failures, checked = check_collectives(rank, n, gloo)
-    report("collectives", failures=failures[:50], failed=len(failures), checked=checked)
+    failures, checked, compared = check_collectives(rank, n, gloo)
+    report("collectives", failures=failures[:50], failed=len(failures), checked=checked,
+           compared=compared)
     dist.destroy_process_group()
 
 
@@ -61,14 +63,24 @@ def case_groups():
 
 
 def case_reinit(cycles):
-    # destroy_process_group + init_process_group, as elastic restarts and test suites do.
+    # destroy_process_group + init_process_group through one store, as elastic restarts and
+    # test suites do (torchrun's agent store): the group's keys repeat every cycle.
+    rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    store = dist.TCPStore("127.0.0.1", int(os.environ["MASTER_PORT"]), n, rank == 0,
+                          timeout=timedelta(seconds=60))
     for cycle in range(int(cycles)):
-        rank, n = init()
+        dist.init_process_group(backend=os.environ.get("TEST_BACKEND", "grove"), store=store,
+                                rank=rank, world_size=n, timeout=timedelta(seconds=60))
         t = torch.tensor([float(rank + cycle)])
         dist.all_reduce(t)
         dist.destroy_process_group()
-    report("reinit", last=t.item(), fds=len(os.listdir("/proc/self/fd")),
-           threads=len(os.listdir("/proc/self/task")))
+        if cycle == 0:
+            first = (len(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task")))
+    report("reinit", last=t.item(), fds=[first[0], len(os.listdir("/proc/self/fd"))],
+           threads=[first[1], len(os.listdir("/proc/self/task"))])
+    store.set("done/%d" % rank, "1")
+    if rank == 0:
+        store.wait(["done/%d" % q for q in range(n)])
 
 
 def case_kill():
@@ -113,10 +125,13 @@ def case_mismatch():
     rank, n = init()
     t = torch.ones(8)
     try:
+        # Rank 0 broadcasts (as the root it may finish: it waits for nobody), the others
+        # all-reduce; a second call shows the mismatch to rank 0 too.
         if rank == 0:
             dist.broadcast(t, src=0)
         else:
             dist.all_reduce(t)
+        dist.all_reduce(t)
         report("mismatch", error=None)
     except Exception as error:  # noqa: BLE001
         report("mismatch", error=str(error), cls=type(error).__name__)

@@ -77,9 +77,7 @@ class Connection {
   /// The notice of the abort frame that ended this connection (state kAborted).
   const AbortNotice& abortNotice() const { return notice_; }
   /// True once the queued control frame is fully written (or nothing more can be written).
-  bool controlFlushed() const {
-    return sealed_ || !sendError_.empty() || state_ != State::kOpen;
-  }
+  bool controlFlushed() const { return sealed_ || !sendError_.empty() || state_ != State::kOpen; }
   /// After the control frame: half-closes the socket (once), so that the peer reads EOF
   /// right after the bye and closes its end, and nothing this rank sent is lost to a reset.
   void finishWriting();

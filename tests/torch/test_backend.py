@@ -1,0 +1,139 @@
+"""The grove torch.distributed backend, through torch's public API, in real processes.
+
+Each test starts the ranks (launch.py) and checks what they report. Nothing here asserts a
+time: failures are told apart by what their messages say (a heartbeat, the dead rank named);
+the seconds they took are printed for the record."""
+import os
+import signal
+
+import pytest
+
+import launch
+
+
+def run(case, ranks, *args, env=None, timeout=300):
+    children = launch.run(case, ranks, args, env=env, timeout=timeout)
+    return children
+
+
+def ok(children):
+    assert all(c.code == 0 for c in children), launch.describe(children)
+    return children
+
+
+def grove_segments():
+    return {name for name in os.listdir("/dev/shm") if name.startswith("grove")}
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_every_method_dtype_and_op(ranks):
+    for child in ok(run("collectives", ranks)):
+        result = child.result("collectives")
+        assert result["failed"] == 0, result["failures"]
+        assert result["checked"] > 1000
+        assert result["compared"] > 200  # the checks made against gloo's result
+        print("rank %d: %d checks, %d against gloo" % (child.rank, result["checked"],
+                                                        result["compared"]))
+
+
+def test_new_group_subsets_used_alternately_and_object_collectives():
+    children = ok(run("groups", 4))
+    for child in children:
+        r = child.result("groups")
+        rank = child.rank
+        want = []
+        for step in range(3):
+            want.append(10.0)  # 1 + 2 + 3 + 4 over the world
+            if rank in (0, 3):
+                want.append(1.0 + step + 4.0 + step)  # ranks 0 and 3, + step each
+            if rank % 2 == 0:
+                want.append(2.0)  # ranks 0 and 2
+        assert r["sums"] == want
+        assert r["objects"] == [{"rank": q, "text": "r%d" % q} for q in range(4)]
+        assert r["broadcast"] == {"x": [1, 2, 3]}
+
+
+def test_destroy_and_init_again_through_one_store_leaks_nothing():
+    for child in ok(run("reinit", 2, 10)):
+        r = child.result("reinit")
+        assert r["last"] == 0 + 9 + 1 + 9  # ranks 0 and 1 in cycle 9
+        assert r["fds"][0] == r["fds"][1], r  # after cycle 1 and after cycle 10
+        assert r["threads"][0] == r["threads"][1], r
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_ddp_trains_identically_to_gloo(ranks):
+    for child in ok(run("ddp", ranks)):
+        r = child.result("ddp")
+        assert r["identical"], "parameters differ across ranks"
+        assert r["difference"] <= 1e-6, r
+        assert r["moved"] > 1e-3, r  # training changed the parameters
+
+
+def test_fsdp2_trains_identically_to_gloo():
+    for child in ok(run("fsdp", 2)):
+        r = child.result("fsdp")
+        assert r["identical"], "parameters differ across ranks"
+        assert r["difference"] <= 1e-6, r
+        assert r["moved"] > 1e-3, r
+
+
+def test_killed_rank_makes_every_survivor_raise_naming_it():
+    before = grove_segments()
+    children = run("kill", 3)
+    assert children[2].code == -signal.SIGKILL, launch.describe(children)
+    for child in children[:2]:
+        assert child.code == 0, launch.describe(children)
+        r = child.result("kill")
+        assert r["cls"] == "DistBackendError", r
+        assert "rank 2 failed" in r["error"], r
+        print("rank %d raised %.3f s after the kill: %s" % (child.rank, r["seconds"], r["error"]))
+    assert grove_segments() <= before, "segments left in /dev/shm: %s" % (grove_segments() - before)
+
+
+def test_stopped_rank_is_found_by_heartbeats_not_the_group_timeout():
+    # The group timeout is 120 s; the heartbeat (GROVE_HEARTBEAT_TIMEOUT, 10 s by default)
+    # finds the stopped rank, and the message says so.
+    children = launch.start("stop", 3)
+    try:
+        survivors = launch.finish(children[:2], timeout=200)
+    finally:
+        children[2].process.kill()
+        launch.finish(children[2:], timeout=30)
+    for child in survivors:
+        assert child.code == 0, launch.describe(children)
+        r = child.result("stop")
+        assert r["cls"] == "DistBackendError", r
+        assert "no heartbeat from rank 2" in r["error"] and "stopped or frozen" in r["error"], r
+        print("rank %d raised %.1f s into its call: %s" % (child.rank, r["seconds"], r["error"]))
+
+
+def test_mismatched_calls_raise_on_every_rank_naming_both():
+    for child in ok(run("mismatch", 3)):
+        r = child.result("mismatch")
+        assert r["cls"] == "DistBackendError", r
+        assert "calls differ between ranks" in r["error"], r
+        if child.rank > 0:
+            assert "broadcast" in r["error"] and "allreduce" in r["error"], r
+
+
+def test_bad_dtype_op_and_arguments_raise_clearly_and_lose_nothing():
+    for child in ok(run("bad_input", 2)):
+        r = child.result("bad_input")
+        m = r["messages"]
+        rank = child.rank
+        assert "rank %d" % rank in m["int16_sum"] and "Short" in m["int16_sum"] \
+            and "SUM" in m["int16_sum"], m
+        assert "MAX" in m["complex_max"], m  # torch itself refuses this one first
+        assert "Float" in m["float_band"] and "BAND" in m["float_band"], m
+        assert "root 5" in m["bad_root"] and "[0, 2)" in m["bad_root"], m
+        assert "any source" in m["any_source"], m
+        assert r["after"] == [2.0, 2.0, 2.0]
+
+
+def test_monitored_barrier_names_the_rank_that_did_not_arrive():
+    children = ok(run("monitored", 3, 1))
+    assert children[1].result("monitored")["error"] is None
+    for child in (children[0], children[2]):
+        message = child.result("monitored")["error"]
+        assert message is not None and "rank 1 of 3 did not arrive" in message, message
