@@ -41,7 +41,8 @@ std::chrono::milliseconds GroveBackend::timeoutOf(std::chrono::milliseconds requ
 c10::intrusive_ptr<c10d::Work> GroveBackend::post(c10d::OpType type, const char* title,
                                                   std::vector<at::Tensor> outputs,
                                                   std::chrono::milliseconds timeout, Run run,
-                                                  std::function<void()> finish, bool p2p) {
+                                                  std::function<void()> finish, bool p2p,
+                                                  bool blocking) {
   ++sequence_;
   auto work = c10::make_intrusive<GroveWork>(rank_, type, title, std::move(outputs), timeout);
   Task task;
@@ -50,6 +51,7 @@ c10::intrusive_ptr<c10d::Work> GroveBackend::post(c10d::OpType type, const char*
   task.finish = std::move(finish);
   task.timeout = timeout;
   task.p2p = p2p;
+  if (blocking && !p2p && engine_->runInline(task)) return work;
   engine_->enqueue(std::move(task));
   return work;
 }
@@ -66,7 +68,7 @@ c10::intrusive_ptr<c10d::Work> GroveBackend::allreduce(std::vector<at::Tensor>& 
         if (r.premul != 1.0) buffer.data.mul_(r.premul);
         comm.allReduce(buffer.ptr(), buffer.ptr(), count, r.type, r.op, o);
       },
-      [buffer] { buffer.copyBack(); });
+      [buffer] { buffer.copyBack(); }, false, !opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> GroveBackend::allreduce_coalesced(
@@ -136,7 +138,7 @@ c10::intrusive_ptr<c10d::Work> GroveBackend::reduceScatterFlat(
         at::Tensor send = r.premul != 1.0 ? in * r.premul : in;
         comm.reduceScatter(send.data_ptr(), out.ptr(), count, r.type, r.op, o);
       },
-      [out] { out.copyBack(); });
+      [out] { out.copyBack(); }, false, !opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> GroveBackend::_reduce_scatter_base(

@@ -79,11 +79,13 @@ class GroveBackend : public c10d::Backend {
 
  private:
   using Run = std::function<void(grove::Communicator&, const grove::CallOptions&)>;
-  /// Queues a call; returns its Work.
+  /// Queues a call (or runs it at once when `blocking`, torch's async_op=False, and nothing
+  /// is outstanding); returns its Work.
   c10::intrusive_ptr<c10d::Work> post(c10d::OpType type, const char* title,
                                       std::vector<at::Tensor> outputs,
                                       std::chrono::milliseconds timeout, Run run,
-                                      std::function<void()> finish = {}, bool p2p = false);
+                                      std::function<void()> finish = {}, bool p2p = false,
+                                      bool blocking = false);
   /// The call's timeout: its own if set, else the group's.
   std::chrono::milliseconds timeoutOf(std::chrono::milliseconds requested) const;
   /// A reduce-scatter of `input` (size() blocks) into `output`, staged as needed.

@@ -29,7 +29,7 @@ c10::intrusive_ptr<c10d::Work> GroveBackend::broadcast(std::vector<at::Tensor>& 
       [buffer, root](grove::Communicator& comm, const grove::CallOptions& o) {
         comm.broadcast(buffer.ptr(), buffer.ptr(), bytesOf(buffer.data), kBytes, root, o);
       },
-      [buffer] { buffer.copyBack(); });
+      [buffer] { buffer.copyBack(); }, false, !opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> GroveBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -49,7 +49,7 @@ c10::intrusive_ptr<c10d::Work> GroveBackend::_allgather_base(at::Tensor& output,
       [out, in](grove::Communicator& comm, const grove::CallOptions& o) {
         comm.allGather(in.data_ptr(), out.ptr(), bytesOf(in), kBytes, o);
       },
-      [out] { out.copyBack(); });
+      [out] { out.copyBack(); }, false, !opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> GroveBackend::allgather(
@@ -68,7 +68,7 @@ c10::intrusive_ptr<c10d::Work> GroveBackend::allgather(
       [in, gathered](grove::Communicator& comm, const grove::CallOptions& o) {
         comm.allGather(in.data_ptr(), gathered.data_ptr(), bytesOf(in), kBytes, o);
       },
-      [gathered, list] { unflatten(gathered, list); });
+      [gathered, list] { unflatten(gathered, list); }, false, !opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> GroveBackend::allgather_into_tensor_coalesced(
@@ -141,7 +141,7 @@ c10::intrusive_ptr<c10d::Work> GroveBackend::scatter(std::vector<at::Tensor>& ou
         comm.scatter(blocks.defined() ? blocks.data_ptr() : nullptr, out.ptr(), bytesOf(out.data),
                      kBytes, root, o);
       },
-      [out] { out.copyBack(); });
+      [out] { out.copyBack(); }, false, !opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> GroveBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -190,7 +190,7 @@ c10::intrusive_ptr<c10d::Work> GroveBackend::alltoall_base(at::Tensor& output, a
         comm.allToAllv(in.data_ptr(), sendCounts, sendDispls, out.ptr(), recvCounts, recvDispls,
                        kBytes, o);
       },
-      [out] { out.copyBack(); });
+      [out] { out.copyBack(); }, false, !opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> GroveBackend::alltoall(std::vector<at::Tensor>& outputs,

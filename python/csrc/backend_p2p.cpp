@@ -62,7 +62,8 @@ c10::intrusive_ptr<c10d::Work> GroveBackend::barrier(const c10d::BarrierOptions&
               [token](grove::Communicator& comm, const grove::CallOptions& o) {
                 comm.allReduce(token.data_ptr(), token.data_ptr(), 1, kBytes, grove::ReduceOp::kMax,
                                o);
-              });
+              },
+              {}, false, !opts.asyncOp);
 }
 
 // Every rank but 0 reports at the store and waits for rank 0's verdict; rank 0 waits until

@@ -110,11 +110,40 @@ void ProgressEngine::enqueue(Task task) {
           backendError(aborting_ ? "grove: the process group was aborted (" + abortReason_ + ")"
                                  : std::string("grove: the process group was shut down")));
     }
+    outstanding_.fetch_add(1, std::memory_order_acq_rel);
     queue_.push_back(std::move(task));
     queued_.fetch_add(1, std::memory_order_release);
     wake = sleeping_;
   }
   if (wake) wake_.notify_one();
+}
+
+bool ProgressEngine::runInline(Task& task) {
+  bool expected = false;
+  if (!busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) return false;
+  // Holding the token, with nothing outstanding: no earlier call can run after this one.
+  bool idle = outstanding_.load(std::memory_order_acquire) == 0;
+  if (idle) {
+    std::lock_guard lock(mutex_);
+    idle = !stopping_ && !aborting_;
+  }
+  if (!idle) {
+    release();
+    return false;
+  }
+  std::vector<Task> batch;
+  batch.push_back(std::move(task));
+  runBatch(batch);
+  release();
+  return true;
+}
+
+void ProgressEngine::acquire() {
+  bool expected = false;
+  while (!busy_.compare_exchange_weak(expected, true, std::memory_order_acquire)) {
+    expected = false;
+    sched_yield();
+  }
 }
 
 void ProgressEngine::abort() {
@@ -130,6 +159,7 @@ void ProgressEngine::abort() {
   wake_.notify_one();
   for (Task& task : dropped) {
     task.work->fail(backendError("grove: the call was dropped: the process group was aborted"));
+    outstanding_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -192,13 +222,17 @@ void ProgressEngine::loop() {
       if (aborting_ || queue_.empty()) break;
       continue;
     }
+    acquire();
     runBatch(batch);
+    release();
+    outstanding_.fetch_sub(batch.size(), std::memory_order_acq_rel);
   }
   bool abortComm = false;
   {
     std::lock_guard lock(mutex_);
     abortComm = aborting_;
   }
+  acquire();  // a caller running a call inline finishes it first
   if (abortComm && comm_.valid()) {
     try {
       comm_.abort();

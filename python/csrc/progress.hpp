@@ -2,10 +2,12 @@
 // grove and completes each call's Work and its future, so that a caller that only holds
 // the future (DDP's gradient hooks) sees it complete without ever calling wait().
 //
-// grove allows one thread at a time per communicator; this thread is that thread for the
-// communicator's whole life. It spins briefly for the next call, then sleeps on a
-// condition variable (an idle group costs no CPU); a caller blocked in Work::wait spins as
-// briefly, then sleeps.
+// grove allows one thread at a time per communicator: whoever holds the engine's token
+// (busy_) uses it. That is this thread, except for a blocking call (async_op=False) made
+// while nothing is outstanding: the caller then runs it itself, which saves the two thread
+// hand-offs (queue to this thread, completion back) that dominate small calls. This thread
+// spins briefly for the next call, then sleeps on a condition variable (an idle group costs
+// no CPU); a caller blocked in Work::wait spins as briefly, then sleeps.
 #pragma once
 
 #include <atomic>
@@ -70,6 +72,9 @@ class ProgressEngine {
 
   /// Queues `task`; throws (as DistBackendError) after shutdown or abort.
   void enqueue(Task task);
+  /// Runs `task` on the calling thread when no call is outstanding (queued or running) and
+  /// returns true; else false, and the caller enqueues it.
+  bool runInline(Task& task);
   /// Fails every queued call, and makes the thread abort the communicator once its call
   /// in flight returns, so that peers waiting on this rank get an error.
   void abort();
@@ -80,6 +85,8 @@ class ProgressEngine {
  private:
   void loop();
   void runBatch(std::vector<Task>& batch);
+  void acquire();
+  void release() { busy_.store(false, std::memory_order_release); }
   std::vector<Task> nextBatch();
 
   grove::Communicator comm_;
@@ -88,6 +95,10 @@ class ProgressEngine {
   std::condition_variable wake_;
   std::deque<Task> queue_;
   std::atomic<size_t> queued_{0};
+  /// Calls enqueued and not yet completed.
+  std::atomic<size_t> outstanding_{0};
+  /// The communicator's token: held by whoever runs calls on it.
+  std::atomic<bool> busy_{false};
   bool sleeping_ = false;
   bool stopping_ = false;
   bool aborting_ = false;

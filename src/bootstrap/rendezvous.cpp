@@ -81,10 +81,15 @@ void Rendezvous::barrier(const std::string& name) {
   // Leave nothing behind: a job that splits thousands of times must not grow its store. A
   // rank counts itself out once it has read every arrival; the last one out knows nobody
   // reads the keys any more and erases them.
+  // The barrier has passed: a store gone by now (its host, done with init, exited) costs
+  // only the cleanup, never the communicator.
   const std::string departed = fmt::format("{}{}/departed", prefix_, name);
-  if (store_.add(departed, 1) == size_) {
-    for (int q = 0; q < size_; ++q) store_.erase(fmt::format("{}{}/{}", prefix_, name, q));
-    store_.erase(departed);
+  try {
+    if (store_.add(departed, 1) == size_) {
+      for (int q = 0; q < size_; ++q) store_.erase(fmt::format("{}{}/{}", prefix_, name, q));
+      store_.erase(departed);
+    }
+  } catch (const Error&) {
   }
 }
 

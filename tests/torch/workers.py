@@ -21,6 +21,18 @@ def report(name, **values):
     print("RESULT " + json.dumps(values), flush=True)
 
 
+def leave(ranks):
+    """Exits once `ranks` ranks called leave: rank 0 hosts torch's store, and a rank still
+    reading it (a failed group cannot barrier) would see its host vanish."""
+    store = dist.distributed_c10d._get_default_store()
+    store.add("test/left", 1)
+    if dist.get_rank() == 0:
+        deadline = time.monotonic() + 30
+        while store.add("test/left", 0) < ranks and time.monotonic() < deadline:
+            time.sleep(0.01)
+    os._exit(0)
+
+
 def init(timeout_s=120):
     dist.init_process_group(backend=os.environ.get("TEST_BACKEND", "grove"),
                             timeout=timedelta(seconds=timeout_s))
@@ -100,7 +112,7 @@ def case_kill():
     except Exception as error:  # noqa: BLE001  (the class is part of what is checked)
         report("kill", error=str(error), cls=type(error).__name__,
                seconds=time.monotonic() - (started or time.monotonic()))
-    os._exit(0)
+    leave(n - 1)
 
 
 def case_stop():
@@ -118,11 +130,19 @@ def case_stop():
     except Exception as error:  # noqa: BLE001
         report("stop", error=str(error), cls=type(error).__name__,
                seconds=time.monotonic() - started)
-    os._exit(0)
+    leave(n - 1)
 
 
 def case_mismatch():
-    rank, n = init()
+    rank, n = init(timeout_s=int(os.environ.get("TEST_GROUP_TIMEOUT", "120")))
+    # Every rank is past init first (through torch's store): a rank still connecting when
+    # the others fail and exit would wait out its init deadline, the store telling it
+    # nothing of their exit (see docs/pytorch.md).
+    store = dist.distributed_c10d._get_default_store()
+    store.add("test/up", 1)
+    store.wait(["test/up"])
+    while store.add("test/up", 0) < n:
+        time.sleep(0.01)
     t = torch.ones(8)
     try:
         # Rank 0 broadcasts (as the root it may finish: it waits for nobody), the others
@@ -135,7 +155,7 @@ def case_mismatch():
         report("mismatch", error=None)
     except Exception as error:  # noqa: BLE001
         report("mismatch", error=str(error), cls=type(error).__name__)
-    os._exit(0)
+    leave(n)
 
 
 def case_bad_input():
@@ -171,7 +191,7 @@ def case_monitored(absent):
         except Exception as error:  # noqa: BLE001
             message = str(error)
     report("monitored", error=message)
-    os._exit(0)
+    leave(n)
 
 
 if __name__ == "__main__":
