@@ -113,6 +113,12 @@ def worker(args):
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return float(t.item())
 
+    # job warmup: connections, progress threads and caches settle before the first size
+    warm = torch.zeros(1, dtype=torch.float32)
+    for _ in range(200):
+        dist.all_reduce(warm)
+    dist.barrier()
+
     results = []
     expected = world * (world + 1) / 2
     for nbytes in sizes_up_to(args.min_bytes, args.max_bytes):

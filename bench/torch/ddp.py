@@ -24,12 +24,14 @@ What is measured
   time, averaged over steps and over ranks. It counts time while an allreduce was pending,
   also where it overlapped backward compute, so it is an upper bound of what communication
   costs the step. A second, independent estimate: --nosync-steps steps run under
-  ddp.no_sync() (no communication at all) after the timed steps; "exposed" = 1 - (no_sync
-  step time / normal step time) is the part of the step that communication adds. Both are
+  ddp.no_sync() (no communication at all) after the timed steps; "exposed" = 1 - (median
+  no_sync step time / median normal step time, each the slowest rank's) is the part of the
+  step that communication adds. Both are
   printed; the exposed one is noisy on a loaded machine and can come out negative.
 
-  After training every rank's parameter checksum (float64 sum) is compared across ranks (an
-  all_reduce MAX and MIN): the replicas must be identical.
+  After the timed steps (before the no_sync ones, which let the replicas drift apart) every
+  rank's parameter checksum (float64 sum) is compared across ranks (an all_reduce MAX and
+  MIN): the replicas must be identical.
 
   The driver runs --rounds interleaved rounds (each round runs every backend once, the order
   alternating between rounds) and reports medians over rounds. ratio = time(other) /
@@ -147,14 +149,21 @@ def worker(args):
     buckets_per_step = len(timer.intervals) / max(1, args.steps)
     share = sum(comm) / elapsed
 
-    nosync_step = None
+    # the replicas must be identical after the synchronized steps
+    checksum = sum(float(p.detach().double().sum()) for p in model.parameters())
+    hi = max_over_ranks(checksum)
+    lo = -max_over_ranks(-checksum)
+    in_sync = hi == lo
+
+    nosync_step, nosync_times = None, []
     if args.nosync_steps:
         dist.barrier()
-        start = time.perf_counter()
         with ddp.no_sync():
             for _ in range(args.nosync_steps):
+                start = time.perf_counter()
                 step()
-        nosync_step = (time.perf_counter() - start) / args.nosync_steps
+                nosync_times.append(time.perf_counter() - start)
+        nosync_step = statistics.median(nosync_times)
 
     slowest = max_over_ranks(elapsed)
     share_mean = max_over_ranks(share, dist.ReduceOp.SUM) / world
@@ -164,10 +173,6 @@ def worker(args):
     if nosync_step is not None:
         nosync_max = max_over_ranks(nosync_step)
         exposed = 1.0 - nosync_max / step_median_max
-    checksum = sum(float(p.detach().double().sum()) for p in model.parameters())
-    hi = max_over_ranks(checksum)
-    lo = -max_over_ranks(-checksum)
-    in_sync = hi == lo
     images_per_s = world * args.batch * args.steps / slowest
     if rank == 0:
         print(f"[{args.backend} {args.model} n={world} threads={threads}] "
@@ -187,6 +192,7 @@ def worker(args):
                            "comm_summed_ms_rank0": comm_summed * 1e3,
                            "buckets_per_step": buckets_per_step,
                            "nosync_step_ms": None if nosync_step is None else nosync_step * 1e3,
+                           "nosync_step_ms_rank0": [t * 1e3 for t in nosync_times],
                            "exposed_share": exposed, "replicas_identical": in_sync,
                            "checksum_max": hi, "checksum_min": lo,
                            "torch": torch.__version__, "torchvision": torchvision.__version__}, f)
