@@ -30,7 +30,7 @@ def main():
     loss = loss.detach()
     dist.all_reduce(loss, op=dist.ReduceOp.AVG)
     checksum = sum(p.double().sum().item() for p in model.parameters())
-    print(f"rank {rank}: mean loss {loss.item():.4f}, parameter checksum {checksum:.6f}")
+    print(f"rank {rank}: mean loss {loss.item():.4f}, parameter checksum {checksum:.6f}", flush=True)
     dist.destroy_process_group()
 
 
