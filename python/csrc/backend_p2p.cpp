@@ -58,12 +58,12 @@ c10::intrusive_ptr<c10d::Work> GroveBackend::barrier(const c10d::BarrierOptions&
   // A one-byte all-reduce: it honours the call's timeout, and like every call it runs after
   // the calls queued before it, so the barrier's Work also means "my earlier calls are done".
   at::Tensor token = at::zeros({1}, at::kByte);
-  return post(c10d::OpType::BARRIER, "grove:barrier", {}, timeoutOf(opts.timeout),
-              [token](grove::Communicator& comm, const grove::CallOptions& o) {
-                comm.allReduce(token.data_ptr(), token.data_ptr(), 1, kBytes, grove::ReduceOp::kMax,
-                               o);
-              },
-              {}, false, !opts.asyncOp);
+  return post(
+      c10d::OpType::BARRIER, "grove:barrier", {}, timeoutOf(opts.timeout),
+      [token](grove::Communicator& comm, const grove::CallOptions& o) {
+        comm.allReduce(token.data_ptr(), token.data_ptr(), 1, kBytes, grove::ReduceOp::kMax, o);
+      },
+      {}, false, !opts.asyncOp);
 }
 
 // Every rank but 0 reports at the store and waits for rank 0's verdict; rank 0 waits until
