@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# allreduce.py: the all_reduce sweep: its worker (one rank: the checked call and the timed
+# loop per size), the driver (jobs per backend, ranks and round) and its outputs (tables, CSV,
+# JSON, PNG). Launching jobs, rounds and the two-host namespaces are in jobs.py.
 """torch.distributed.all_reduce: grove against gloo, float32, 4 B .. 256 MiB (factor 4).
 
 What is measured
@@ -36,23 +39,22 @@ Outputs under --out (default bench/torch/results/): <tag>.txt (the tables), <tag
 """
 import argparse
 import csv
+import itertools
 import json
 import os
-import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+import jobs
+from jobs import fmt
+
 MiB = 1 << 20
 
 
 # ----------------------------------------------------------------------------------------
-# shared helpers
+# sizes and schedule
 # ----------------------------------------------------------------------------------------
 def parse_bytes(text):
     text = text.strip().upper().rstrip("B")
@@ -96,22 +98,11 @@ def busbw_gbps(nbytes, world, seconds):
 # worker: one rank of one torchrun job
 # ----------------------------------------------------------------------------------------
 def worker(args):
-    from datetime import timedelta
-
     import torch
     import torch.distributed as dist
 
-    if args.backend == "grove":
-        import grove_torch  # noqa: F401  (registers the backend)
-
     torch.set_num_threads(1)
-    dist.init_process_group(backend=args.backend, timeout=timedelta(seconds=args.op_timeout))
-    rank, world = dist.get_rank(), dist.get_world_size()
-
-    def max_over_ranks(value):
-        t = torch.tensor([value], dtype=torch.float64)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return float(t.item())
+    rank, world = jobs.init_worker(args)
 
     # job warmup: connections, progress threads and caches settle before the first size
     warm = torch.zeros(1, dtype=torch.float32)
@@ -135,7 +126,7 @@ def worker(args):
             print(f"rank {rank}: {args.backend} all_reduce of {nbytes} B WRONG: {bad} of {count} "
                   f"elements differ, first at {first}: {t[first].item()} != {expected}",
                   file=sys.stderr, flush=True)
-        bad_anywhere = max_over_ranks(float(bad))
+        bad_anywhere = jobs.max_over_ranks(float(bad))
 
         t.zero_()
         for _ in range(warmup):
@@ -147,7 +138,7 @@ def worker(args):
             for _ in range(k):
                 dist.all_reduce(t)
             elapsed = (time.perf_counter() - start) / k
-            samples.append(max_over_ranks(elapsed))
+            samples.append(jobs.max_over_ranks(elapsed))
         median = statistics.median(samples)
         results.append({"bytes": nbytes, "us": median * 1e6,
                         "samples_us": [s * 1e6 for s in samples],
@@ -159,10 +150,8 @@ def worker(args):
         del t
 
     if rank == 0 and args.result:
-        with open(args.result + ".tmp", "w") as f:
-            json.dump({"backend": args.backend, "world": world, "torch": torch.__version__,
-                       "sizes": results}, f)
-        os.replace(args.result + ".tmp", args.result)
+        jobs.write_result(args.result, {"backend": args.backend, "world": world,
+                                        "torch": torch.__version__, "sizes": results})
     dist.barrier()
     dist.destroy_process_group()
 
@@ -170,84 +159,6 @@ def worker(args):
 # ----------------------------------------------------------------------------------------
 # driver: launches the jobs, interleaves rounds, prints the tables, writes CSV and PNG
 # ----------------------------------------------------------------------------------------
-class Namespaces:
-    """Two network namespaces joined by a veth pair; removed by close()."""
-
-    def __init__(self, shape):
-        tag = f"{os.getpid() % 100000}"
-        self.names = [f"gtb{tag}a", f"gtb{tag}b"]
-        self.ifaces = [f"gtv{tag}a", f"gtv{tag}b"]
-        self.addrs = ["198.18.0.1", "198.18.0.2"]
-        self.shape = shape
-        self.created = []
-
-    @staticmethod
-    def ip(*argv):
-        subprocess.run(["ip", *argv], check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-    def open(self):
-        try:
-            for name in self.names:
-                self.ip("netns", "add", name)
-                self.created.append(name)
-            self.ip("link", "add", self.ifaces[0], "type", "veth", "peer", "name", self.ifaces[1])
-            for name, iface, addr in zip(self.names, self.ifaces, self.addrs):
-                self.ip("link", "set", iface, "netns", name)
-                self.ip("-n", name, "link", "set", "lo", "up")
-                self.ip("-n", name, "addr", "add", f"{addr}/24", "dev", iface)
-                self.ip("-n", name, "link", "set", iface, "up")
-                if self.shape:
-                    subprocess.run(["tc", "-n", name, "qdisc", "add", "dev", iface, "root", "tbf",
-                                    "rate", self.shape, "burst", "128kb", "latency", "10ms"],
-                                   check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        except subprocess.CalledProcessError as error:
-            raise SystemExit(f"allreduce.py: cannot set up the namespaces ({' '.join(error.cmd)}): "
-                             f"{error.stderr.decode().strip()} (needs root and ip/tc)")
-        # wait until the peer answers (veth carrier up)
-        if shutil.which("ping") is None:
-            time.sleep(1)
-            return
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            if subprocess.run(["ip", "netns", "exec", self.names[0], "ping", "-c", "1", "-W", "1",
-                               self.addrs[1]], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL).returncode == 0:
-                return
-            time.sleep(0.2)
-
-    def close(self):
-        for name in self.created:
-            # whatever still runs inside is a descendant of this driver
-            pids = subprocess.run(["ip", "netns", "pids", name], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True).stdout.split()
-            for pid in pids:
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
-            subprocess.run(["ip", "netns", "del", name], stderr=subprocess.DEVNULL)
-        self.created = []
-
-
-def child_env(extra):
-    env = dict(os.environ)
-    pythonpath = os.path.join(REPO, "python")
-    env["PYTHONPATH"] = pythonpath + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
-                                      else "")
-    env["OMP_NUM_THREADS"] = "1"
-    env.update(extra)
-    return env
-
-
-def kill_group(proc):
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait()
-
-
 def worker_argv(args, backend, result):
     return [os.path.abspath(__file__), "--worker", "--backend", backend,
             "--min-bytes", str(args.min_bytes), "--max-bytes", str(args.max_bytes),
@@ -258,72 +169,26 @@ def worker_argv(args, backend, result):
 def run_job(args, backend, world, port, netns, logdir, label):
     """Runs one torchrun job (or two, one per namespace); returns (result dict | None, error)."""
     result = os.path.join(logdir, f"{label}.json")
-    torchrun = [sys.executable, "-m", "torch.distributed.run"]
-    procs, logs = [], []
-    try:
-        if netns is None:
-            log = open(os.path.join(logdir, f"{label}.log"), "w")
-            logs.append(log)
-            cmd = torchrun + ["--standalone", "--nproc-per-node", str(world)] + \
+    if netns is None:
+        argv = jobs.TORCHRUN + ["--standalone", "--nproc-per-node", str(world)] + \
+            worker_argv(args, backend, result)
+        commands = [(argv, jobs.child_env("1"), os.path.join(logdir, f"{label}.log"))]
+    else:
+        if world % 2:
+            return None, f"--hosts2 needs an even number of ranks, not {world}"
+        secret = os.urandom(16).hex()
+        commands = []
+        for node in (1, 0):
+            iface = netns.ifaces[node]
+            argv = ["ip", "netns", "exec", netns.names[node]] + jobs.TORCHRUN + [
+                "--nnodes", "2", "--node-rank", str(node),
+                "--nproc-per-node", str(world // 2),
+                "--master-addr", netns.addrs[0], "--master-port", str(port)] + \
                 worker_argv(args, backend, result)
-            procs.append(subprocess.Popen(cmd, env=child_env({}), stdout=log,
-                                          stderr=subprocess.STDOUT, start_new_session=True))
-        else:
-            if world % 2:
-                return None, f"--hosts2 needs an even number of ranks, not {world}"
-            secret = os.urandom(16).hex()
-            for node in (1, 0):
-                iface = netns.ifaces[node]
-                log = open(os.path.join(logdir, f"{label}.node{node}.log"), "w")
-                logs.append(log)
-                cmd = ["ip", "netns", "exec", netns.names[node]] + torchrun + [
-                    "--nnodes", "2", "--node-rank", str(node),
-                    "--nproc-per-node", str(world // 2),
-                    "--master-addr", netns.addrs[0], "--master-port", str(port)] + \
-                    worker_argv(args, backend, result)
-                env = child_env({"GROVE_SOCKET_IFNAME": iface, "GLOO_SOCKET_IFNAME": iface,
-                                 "GROVE_SECRET": secret})
-                procs.append(subprocess.Popen(cmd, env=env, stdout=log,
-                                              stderr=subprocess.STDOUT, start_new_session=True))
-        deadline = time.time() + args.job_timeout
-        failed = None
-        while any(p.poll() is None for p in procs):
-            if time.time() > deadline:
-                failed = f"timed out after {args.job_timeout} s"
-                break
-            if any(p.poll() not in (None, 0) for p in procs):
-                # one side failed: give the other a moment to fail on its own, then stop it
-                grace = time.time() + 30
-                while any(p.poll() is None for p in procs) and time.time() < grace:
-                    time.sleep(0.2)
-                break
-            time.sleep(0.2)
-    finally:
-        for p in procs:
-            kill_group(p)
-        for log in logs:
-            log.close()
-    codes = [p.returncode for p in procs]
-    if failed is None and any(codes):
-        failed = f"exit status {codes}"
-    if failed is None and not os.path.exists(result):
-        failed = "no result file"
-    if failed:
-        tails = []
-        for log in logs:
-            with open(log.name, errors="replace") as f:
-                tails.append(f"--- {log.name} (last lines)\n" + "".join(f.readlines()[-25:]))
-        return None, failed + "\n" + "\n".join(tails)
-    with open(result) as f:
-        return json.load(f), None
-
-
-def median_or_none(values):
-    return statistics.median(values) if values else None
-
-
-def fmt(value, spec):
-    return "-" if value is None else format(value, spec)
+            env = jobs.child_env("1", {"GROVE_SOCKET_IFNAME": iface, "GLOO_SOCKET_IFNAME": iface,
+                                       "GROVE_SECRET": secret})
+            commands.append((argv, env, os.path.join(logdir, f"{label}.node{node}.log")))
+    return jobs.run_job(commands, result, args.job_timeout)
 
 
 def summarize(args, per_round, world):
@@ -338,7 +203,7 @@ def summarize(args, per_round, world):
                     if entry["bytes"] == nbytes:
                         values.append(entry["us"])
                         wrong += entry["wrong"]
-            med = median_or_none(values)
+            med = jobs.median_or_none(values)
             row[backend] = {"us": med, "rounds_us": values, "wrong": wrong,
                             "busbw": busbw_gbps(nbytes, world, med * 1e-6) if med else None}
         rows.append(row)
@@ -407,48 +272,34 @@ def driver(args):
         "allreduce_2hosts" + (f"_{args.shape}" if args.shape else "")
     logdir = tempfile.mkdtemp(prefix="grove-torch-bench-")
     netns = None
-    original_term = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` runs
     raw, all_rows, failures, texts = {}, {}, [], []
-    port = 29600 + os.getpid() % 1000
-    try:
-        if args.hosts2:
-            netns = Namespaces(args.shape)
-            netns.open()
-            print(f"# two hosts: namespaces {netns.names}, veth {netns.ifaces}, "
-                  f"{netns.addrs}, shaping: {args.shape or 'none'}", flush=True)
-        for world in args.ranks:
-            per_round = {b: [] for b in args.backends}
-            for rnd in range(args.rounds):
-                order = args.backends if rnd % 2 == 0 else list(reversed(args.backends))
-                for backend in order:
-                    label = f"{tag}_n{world}_r{rnd}_{backend}"
-                    port += 1
-                    start = time.time()
-                    print(f"# round {rnd + 1}/{args.rounds}: {backend}, {world} ranks ...",
-                          end="", flush=True)
-                    result, error = run_job(args, backend, world, port, netns, logdir, label)
-                    print(f" {time.time() - start:.0f} s" + (" FAILED" if error else ""),
-                          flush=True)
-                    if error:
-                        failures.append(f"{label}: {error}")
-                        print(error, file=sys.stderr, flush=True)
-                        continue
-                    per_round[backend].append(result)
-            raw[world] = per_round
-            rows = summarize(args, per_round, world)
-            all_rows[world] = rows
-            counts = ", ".join(f"{b}: {len(per_round[b])}" for b in args.backends)
-            title = (f"all_reduce float32 SUM, {world} ranks, "
-                     f"{'2 emulated hosts' + (' shaped ' + args.shape if args.shape else '') if args.hosts2 else '1 host'}"
-                     f", rounds completed ({counts})")
-            text = table_text(args, rows, world, title)
-            texts.append(text)
-            print(text, flush=True)
-    finally:
-        if netns is not None:
-            netns.close()
-        signal.signal(signal.SIGTERM, original_term)
+    ports = itertools.count(29601 + os.getpid() % 1000)
+    with jobs.sigterm_exits():
+        try:
+            if args.hosts2:
+                netns = jobs.Namespaces(args.shape)
+                netns.open()
+                print(f"# two hosts: namespaces {netns.names}, veth {netns.ifaces}, "
+                      f"{netns.addrs}, shaping: {args.shape or 'none'}", flush=True)
+            for world in args.ranks:
+                per_round = jobs.run_rounds(
+                    args, world, tag, failures=failures,
+                    job=lambda label, backend: run_job(args, backend, world, next(ports), netns,
+                                                       logdir, label))
+                raw[world] = per_round
+                rows = summarize(args, per_round, world)
+                all_rows[world] = rows
+                counts = ", ".join(f"{b}: {len(per_round[b])}" for b in args.backends)
+                mode = ("2 emulated hosts" + (" shaped " + args.shape if args.shape else "")
+                        if args.hosts2 else "1 host")
+                title = (f"all_reduce float32 SUM, {world} ranks, {mode}, "
+                         f"rounds completed ({counts})")
+                text = table_text(args, rows, world, title)
+                texts.append(text)
+                print(text, flush=True)
+        finally:
+            if netns is not None:
+                netns.close()
 
     if not all_rows:
         return 1
@@ -473,28 +324,19 @@ def driver(args):
         json.dump({"args": {k: v for k, v in vars(args).items()}, "raw": raw,
                    "failures": failures}, f, indent=1)
     plot(os.path.join(args.out, tag + ".png"), tag, all_rows, args.backends)
-    print(f"# wrote {args.out}/{tag}.{{txt,csv,json,png}}; job logs in {logdir}")
-    if failures:
-        print(f"# {len(failures)} job(s) failed:", file=sys.stderr)
-        for failure in failures:
-            print("#   " + failure.splitlines()[0], file=sys.stderr)
-        return 1
-    return 0
+    return jobs.finish(args.out, f"{tag}.{{txt,csv,json,png}}", logdir, failures)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--backends", nargs="+", default=["grove", "gloo"],
-                        help="the first is the reference of the ratio column")
+    jobs.add_round_options(parser, rounds=5)
     parser.add_argument("--min-bytes", type=parse_bytes, default=4)
     parser.add_argument("--max-bytes", type=parse_bytes, default=256 * MiB,
                         help="largest size (e.g. 64M, 1M); sizes go up by 4 from 4 B")
     parser.add_argument("--iters-scale", type=float, default=1.0,
                         help="multiply the calls per sample (k) by this")
-    parser.add_argument("--out", default=os.path.join(HERE, "results"))
+    parser.add_argument("--out", default=jobs.RESULTS)
     parser.add_argument("--hosts2", action="store_true",
                         help="run the ranks in two network namespaces (two emulated hosts)")
     parser.add_argument("--shape", default=None,
@@ -503,10 +345,7 @@ def main():
                         help="seconds one torchrun job may take")
     parser.add_argument("--op-timeout", type=float, default=300,
                         help="the process group's timeout (seconds)")
-    # internal: one rank of a job
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--backend", help=argparse.SUPPRESS)
-    parser.add_argument("--result", help=argparse.SUPPRESS)
+    jobs.add_worker_options(parser)  # internal: one rank of a job
     args = parser.parse_args()
     if args.worker:
         worker(args)

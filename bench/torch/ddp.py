@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# ddp.py: DDP training throughput: its worker (one rank: model, comm-timing hook, timed and
+# no_sync steps, replica check) and the driver (jobs per model, ranks, backend and round,
+# the table, CSV, JSON). Launching jobs and interleaving rounds are in jobs.py.
 """DDP training throughput of torchvision resnet18 / resnet50: grove against gloo (CPU).
 
 What is measured
@@ -48,15 +51,14 @@ import argparse
 import csv
 import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+import jobs
+from jobs import fmt
+from jobs import median_or_none as med
 
 
 # ----------------------------------------------------------------------------------------
@@ -95,18 +97,12 @@ def union_length(intervals, lo, hi):
 
 
 def worker(args):
-    from datetime import timedelta
-
     import torch
     import torch.distributed as dist
     import torchvision
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    if args.backend == "grove":
-        import grove_torch  # noqa: F401  (registers the backend)
-
-    dist.init_process_group(backend=args.backend, timeout=timedelta(seconds=args.op_timeout))
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank, world = jobs.init_worker(args)
     threads = args.threads or max(1, (os.cpu_count() or 1) // int(os.environ.get(
         "LOCAL_WORLD_SIZE", world)))
     torch.set_num_threads(threads)
@@ -129,11 +125,6 @@ def worker(args):
         optimizer.step()
         return loss
 
-    def max_over_ranks(value, op=dist.ReduceOp.MAX):
-        t = torch.tensor([value], dtype=torch.float64)
-        dist.all_reduce(t, op=op)
-        return float(t.item())
-
     for _ in range(args.warmup):
         step()
     dist.barrier()
@@ -151,8 +142,8 @@ def worker(args):
 
     # the replicas must be identical after the synchronized steps
     checksum = sum(float(p.detach().double().sum()) for p in model.parameters())
-    hi = max_over_ranks(checksum)
-    lo = -max_over_ranks(-checksum)
+    hi = jobs.max_over_ranks(checksum)
+    lo = -jobs.max_over_ranks(-checksum)
     in_sync = hi == lo
 
     nosync_step, nosync_times = None, []
@@ -165,13 +156,13 @@ def worker(args):
                 nosync_times.append(time.perf_counter() - start)
         nosync_step = statistics.median(nosync_times)
 
-    slowest = max_over_ranks(elapsed)
-    share_mean = max_over_ranks(share, dist.ReduceOp.SUM) / world
+    slowest = jobs.max_over_ranks(elapsed)
+    share_mean = jobs.max_over_ranks(share, dist.ReduceOp.SUM) / world
     step_median = statistics.median(step_times)
-    step_median_max = max_over_ranks(step_median)
+    step_median_max = jobs.max_over_ranks(step_median)
     exposed = None
     if nosync_step is not None:
-        nosync_max = max_over_ranks(nosync_step)
+        nosync_max = jobs.max_over_ranks(nosync_step)
         exposed = 1.0 - nosync_max / step_median_max
     images_per_s = world * args.batch * args.steps / slowest
     if rank == 0:
@@ -183,20 +174,19 @@ def worker(args):
               + f"loss {float(loss):.3f}, replicas {'identical' if in_sync else 'DIFFER'} "
               f"(checksum max {hi!r} min {lo!r})", flush=True)
         if args.result:
-            with open(args.result + ".tmp", "w") as f:
-                json.dump({"backend": args.backend, "model": args.model, "world": world,
-                           "threads": threads, "batch": args.batch, "image": args.image,
-                           "steps": args.steps, "images_per_s": images_per_s,
-                           "elapsed_s": slowest, "step_ms_rank0": [s * 1e3 for s in step_times],
-                           "comm_share": share_mean, "comm_ms_rank0": [c * 1e3 for c in comm],
-                           "comm_summed_ms_rank0": comm_summed * 1e3,
-                           "buckets_per_step": buckets_per_step,
-                           "nosync_step_ms": None if nosync_step is None else nosync_step * 1e3,
-                           "nosync_step_ms_rank0": [t * 1e3 for t in nosync_times],
-                           "exposed_share": exposed, "replicas_identical": in_sync,
-                           "checksum_max": hi, "checksum_min": lo,
-                           "torch": torch.__version__, "torchvision": torchvision.__version__}, f)
-            os.replace(args.result + ".tmp", args.result)
+            jobs.write_result(args.result, {
+                "backend": args.backend, "model": args.model, "world": world,
+                "threads": threads, "batch": args.batch, "image": args.image,
+                "steps": args.steps, "images_per_s": images_per_s,
+                "elapsed_s": slowest, "step_ms_rank0": [s * 1e3 for s in step_times],
+                "comm_share": share_mean, "comm_ms_rank0": [c * 1e3 for c in comm],
+                "comm_summed_ms_rank0": comm_summed * 1e3,
+                "buckets_per_step": buckets_per_step,
+                "nosync_step_ms": None if nosync_step is None else nosync_step * 1e3,
+                "nosync_step_ms_rank0": [t * 1e3 for t in nosync_times],
+                "exposed_share": exposed, "replicas_identical": in_sync,
+                "checksum_max": hi, "checksum_min": lo,
+                "torch": torch.__version__, "torchvision": torchvision.__version__})
     dist.barrier()
     dist.destroy_process_group()
 
@@ -204,103 +194,50 @@ def worker(args):
 # ----------------------------------------------------------------------------------------
 # driver
 # ----------------------------------------------------------------------------------------
-def child_env():
-    env = dict(os.environ)
-    pythonpath = os.path.join(REPO, "python")
-    env["PYTHONPATH"] = pythonpath + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
-                                      else "")
-    env.pop("OMP_NUM_THREADS", None)  # the worker sets its threads itself
-    return env
-
-
 def run_job(args, model, backend, world, logdir, label):
+    """Runs one torchrun job; returns (result dict with the job's summary line | None, error)."""
     result = os.path.join(logdir, f"{label}.json")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           "--nproc-per-node", str(world), os.path.abspath(__file__), "--worker",
-           "--backend", backend, "--model", model, "--batch", str(args.batch),
-           "--image", str(args.image), "--warmup", str(args.warmup), "--steps", str(args.steps),
-           "--nosync-steps", str(args.nosync_steps), "--threads", str(args.threads),
-           "--op-timeout", str(args.op_timeout), "--result", result]
+    cmd = jobs.TORCHRUN + [
+        "--standalone", "--nproc-per-node", str(world), os.path.abspath(__file__), "--worker",
+        "--backend", backend, "--model", model, "--batch", str(args.batch),
+        "--image", str(args.image), "--warmup", str(args.warmup), "--steps", str(args.steps),
+        "--nosync-steps", str(args.nosync_steps), "--threads", str(args.threads),
+        "--op-timeout", str(args.op_timeout), "--result", result]
     logpath = os.path.join(logdir, f"{label}.log")
-    with open(logpath, "w") as log:
-        proc = subprocess.Popen(cmd, env=child_env(), stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        try:
-            proc.wait(timeout=args.job_timeout)
-            error = None if proc.returncode == 0 else f"exit status {proc.returncode}"
-        except subprocess.TimeoutExpired:
-            error = f"timed out after {args.job_timeout} s"
-        finally:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
-    if error is None and not os.path.exists(result):
-        error = "no result file"
-    with open(logpath, errors="replace") as f:
-        lines = f.readlines()
+    data, error = jobs.run_job([(cmd, jobs.child_env(None), logpath)], result, args.job_timeout)
     if error:
-        return None, error + f"\n--- {logpath} (last lines)\n" + "".join(lines[-25:])
-    line = next((l.strip() for l in lines if l.startswith(f"[{backend} ")), "")
-    with open(result) as f:
-        data = json.load(f)
-    data["line"] = line
+        return None, error
+    with open(logpath, errors="replace") as f:
+        data["line"] = next((l.strip() for l in f if l.startswith(f"[{backend} ")), "")
     return data, None
-
-
-def med(values):
-    return statistics.median(values) if values else None
-
-
-def fmt(value, spec):
-    return "-" if value is None else format(value, spec)
 
 
 def driver(args):
     os.makedirs(args.out, exist_ok=True)
     logdir = tempfile.mkdtemp(prefix="grove-torch-ddp-")
-    original_term = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     raw, rows, failures = {}, [], []
-    try:
+    with jobs.sigterm_exits():
         for model in args.models:
             for world in args.ranks:
-                runs = {b: [] for b in args.backends}
-                for rnd in range(args.rounds):
-                    order = args.backends if rnd % 2 == 0 else list(reversed(args.backends))
-                    for backend in order:
-                        label = f"ddp_{model}_n{world}_r{rnd}_{backend}"
-                        start = time.time()
-                        print(f"# round {rnd + 1}/{args.rounds}: {model}, {backend}, {world} "
-                              f"ranks ...", end="", flush=True)
-                        data, error = run_job(args, model, backend, world, logdir, label)
-                        print(f" {time.time() - start:.0f} s" + (" FAILED" if error else ""),
-                              flush=True)
-                        if error:
-                            failures.append(f"{label}: {error}")
-                            print(error, file=sys.stderr, flush=True)
-                            continue
-                        print("#   " + data["line"], flush=True)
-                        runs[backend].append(data)
+                runs = jobs.run_rounds(
+                    args, world, f"ddp_{model}", failures=failures, what=f"{model}, ",
+                    job=lambda label, backend: run_job(args, model, backend, world, logdir, label),
+                    show=lambda data: "#   " + data["line"])
                 raw[f"{model}/{world}"] = runs
                 row = {"model": model, "ranks": world}
                 for b in args.backends:
-                    jobs = runs[b]
-                    exposed = [j["exposed_share"] for j in jobs if j["exposed_share"] is not None]
+                    done = runs[b]
+                    exposed = [j["exposed_share"] for j in done if j["exposed_share"] is not None]
                     row[b] = {
-                        "rounds": len(jobs),
-                        "images_per_s": med([j["images_per_s"] for j in jobs]),
-                        "comm_share": med([j["comm_share"] for j in jobs]),
+                        "rounds": len(done),
+                        "images_per_s": med([j["images_per_s"] for j in done]),
+                        "comm_share": med([j["comm_share"] for j in done]),
                         "exposed_share": med(exposed),
-                        "step_ms": med([statistics.median(j["step_ms_rank0"]) for j in jobs]),
-                        "in_sync": all(j["replicas_identical"] for j in jobs),
-                        "rounds_images_per_s": [j["images_per_s"] for j in jobs],
+                        "step_ms": med([statistics.median(j["step_ms_rank0"]) for j in done]),
+                        "in_sync": all(j["replicas_identical"] for j in done),
+                        "rounds_images_per_s": [j["images_per_s"] for j in done],
                     }
                 rows.append(row)
-    finally:
-        signal.signal(signal.SIGTERM, original_term)
 
     ref, others = args.backends[0], args.backends[1:]
     head = [f"{'model':>9}", f"{'ranks':>5}"] + [f"{b + ' img/s':>11}" for b in args.backends] + \
@@ -346,23 +283,14 @@ def driver(args):
                               c["in_sync"]])
     with open(os.path.join(args.out, "ddp.json"), "w") as f:
         json.dump({"args": vars(args), "raw": raw, "failures": failures}, f, indent=1)
-    print(f"# wrote {args.out}/ddp.{{txt,csv,json}}; job logs in {logdir}")
-    if failures:
-        print(f"# {len(failures)} job(s) failed:", file=sys.stderr)
-        for failure in failures:
-            print("#   " + failure.splitlines()[0], file=sys.stderr)
-        return 1
-    return 0
+    return jobs.finish(args.out, "ddp.{txt,csv,json}", logdir, failures)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=["resnet18", "resnet50"])
-    parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--backends", nargs="+", default=["grove", "gloo"],
-                        help="the first is the reference of the ratio column")
+    jobs.add_round_options(parser, rounds=3)
     parser.add_argument("--batch", type=int, default=8, help="images per rank per step")
     parser.add_argument("--image", type=int, default=224, help="image height and width")
     parser.add_argument("--warmup", type=int, default=3)
@@ -372,13 +300,10 @@ def main():
                              "(0: skip)")
     parser.add_argument("--threads", type=int, default=0,
                         help="torch threads per rank (0: cores // ranks per host, at least 1)")
-    parser.add_argument("--out", default=os.path.join(HERE, "results"))
+    parser.add_argument("--out", default=jobs.RESULTS)
     parser.add_argument("--job-timeout", type=float, default=1800)
     parser.add_argument("--op-timeout", type=float, default=600)
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--backend", help=argparse.SUPPRESS)
-    parser.add_argument("--model", help=argparse.SUPPRESS)
-    parser.add_argument("--result", help=argparse.SUPPRESS)
+    jobs.add_worker_options(parser, "--model")  # internal: one rank of a job
     args = parser.parse_args()
     if args.worker:
         worker(args)

@@ -163,13 +163,9 @@ c10::intrusive_ptr<c10d::Work> GroveBackend::reduce_scatter_tensor_coalesced(
   TORCH_CHECK(outputs.size() == inputs.size(), "grove reduce_scatter_tensor_coalesced on rank ",
               rank_, ": ", outputs.size(), " outputs and ", inputs.size(),
               " inputs (expected as many)");
-  c10::intrusive_ptr<c10d::Work> last;
-  // Calls on one group complete in order: the last one's Work completes after all of them.
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    last = reduceScatterFlat(outputs[i], inputs[i], opts, "reduce_scatter_tensor_coalesced");
-  }
-  if (!last) return post(c10d::OpType::COALESCED, "grove:coalesced", {}, timeout_, {});
-  return last;
+  return eachPair(outputs.size(), [&](size_t i) {
+    return reduceScatterFlat(outputs[i], inputs[i], opts, "reduce_scatter_tensor_coalesced");
+  });
 }
 
 }  // namespace grove_torch

@@ -86,6 +86,15 @@ class GroveBackend : public c10d::Backend {
                                       std::chrono::milliseconds timeout, Run run,
                                       std::function<void()> finish = {}, bool p2p = false,
                                       bool blocking = false);
+  /// A coalesced call: `call(i)` queues the i-th of `pairs` calls. Calls on one group
+  /// complete in order, so the last one's Work completes after all of them (an empty one
+  /// after what was queued before).
+  template <class Call>
+  c10::intrusive_ptr<c10d::Work> eachPair(size_t pairs, Call&& call) {
+    c10::intrusive_ptr<c10d::Work> last;
+    for (size_t i = 0; i < pairs; ++i) last = call(i);
+    return last ? last : post(c10d::OpType::COALESCED, "grove:coalesced", {}, timeout_, {});
+  }
   /// The call's timeout: its own if set, else the group's.
   std::chrono::milliseconds timeoutOf(std::chrono::milliseconds requested) const;
   /// A reduce-scatter of `input` (size() blocks) into `output`, staged as needed.

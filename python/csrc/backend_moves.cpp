@@ -77,11 +77,8 @@ c10::intrusive_ptr<c10d::Work> GroveBackend::allgather_into_tensor_coalesced(
   TORCH_CHECK(outputs.size() == inputs.size(), "grove allgather_into_tensor_coalesced on rank ",
               rank_, ": ", outputs.size(), " outputs and ", inputs.size(),
               " inputs (expected as many)");
-  c10::intrusive_ptr<c10d::Work> last;
-  // Calls on one group complete in order: the last one's Work completes after all of them.
-  for (size_t i = 0; i < outputs.size(); ++i) last = _allgather_base(outputs[i], inputs[i], opts);
-  if (!last) return post(c10d::OpType::COALESCED, "grove:coalesced", {}, timeout_, {});
-  return last;
+  return eachPair(outputs.size(),
+                  [&](size_t i) { return _allgather_base(outputs[i], inputs[i], opts); });
 }
 
 c10::intrusive_ptr<c10d::Work> GroveBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,

@@ -210,7 +210,7 @@ TEST_F(CApiSingleRank, BadDatatypeOpRootPeerAndBuffers) {
       groveReduce(buf, buf, 4, groveInt32, static_cast<groveRedOp_t>(-1), 0, comm_),
       groveInvalidArgument, "op is -1");
   EXPECT_RESULT_MENTIONS(groveReduceScatter(buf, buf, 1, groveInt32, groveNumOps, comm_),
-                         groveInvalidArgument, "op is 5");
+                         groveInvalidArgument, "op is 8");
   EXPECT_RESULT_MENTIONS(groveBroadcast(buf, buf, 4, groveInt32, 1, comm_), groveInvalidArgument,
                          "root is 1 on rank 0, expected 0 <= root < nranks = 1");
   EXPECT_RESULT_MENTIONS(groveReduce(buf, buf, 4, groveInt32, groveSum, -2, comm_),
