@@ -57,8 +57,9 @@ def test_destroy_and_init_again_through_one_store_leaks_nothing():
     for child in ok(run("reinit", 2, 10)):
         r = child.result("reinit")
         assert r["last"] == 0 + 9 + 1 + 9  # ranks 0 and 1 in cycle 9
-        assert r["fds"][0] == r["fds"][1], r  # after cycle 1 and after cycle 10
-        assert r["threads"][0] == r["threads"][1], r
+        # After cycle 10 no more than after cycle 1: nothing grows with the cycles.
+        assert r["fds"][1] <= r["fds"][0], r
+        assert r["threads"][1] <= r["threads"][0], r
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
