@@ -40,6 +40,29 @@ static_assert(static_cast<int>(groveInvalidUsage) == static_cast<int>(ErrorCode:
 static_assert(static_cast<int>(groveRemoteError) == static_cast<int>(ErrorCode::kRemoteError));
 static_assert(static_cast<int>(groveInProgress) == static_cast<int>(ErrorCode::kInProgress));
 static_assert(static_cast<int>(groveTimeout) == static_cast<int>(ErrorCode::kTimeout));
+// The C enums of types and operators mirror grove::DataType and grove::ReduceOp value for value.
+#define GROVE_SAME(c, cpp) static_assert(static_cast<int>(c) == static_cast<int>(cpp))
+GROVE_SAME(groveInt8, DataType::kInt8);
+GROVE_SAME(groveUint8, DataType::kUint8);
+GROVE_SAME(groveInt32, DataType::kInt32);
+GROVE_SAME(groveUint32, DataType::kUint32);
+GROVE_SAME(groveInt64, DataType::kInt64);
+GROVE_SAME(groveUint64, DataType::kUint64);
+GROVE_SAME(groveFloat16, DataType::kFloat16);
+GROVE_SAME(groveFloat32, DataType::kFloat32);
+GROVE_SAME(groveFloat64, DataType::kFloat64);
+GROVE_SAME(groveBfloat16, DataType::kBFloat16);
+GROVE_SAME(groveNumTypes, kDataTypeCount);
+GROVE_SAME(groveSum, ReduceOp::kSum);
+GROVE_SAME(groveProd, ReduceOp::kProd);
+GROVE_SAME(groveMax, ReduceOp::kMax);
+GROVE_SAME(groveMin, ReduceOp::kMin);
+GROVE_SAME(groveAvg, ReduceOp::kAvg);
+GROVE_SAME(groveBand, ReduceOp::kBand);
+GROVE_SAME(groveBor, ReduceOp::kBor);
+GROVE_SAME(groveBxor, ReduceOp::kBxor);
+GROVE_SAME(groveNumOps, kReduceOpCount);
+#undef GROVE_SAME
 
 /// The calling thread's open group.
 struct GroupState {

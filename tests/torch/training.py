@@ -32,15 +32,20 @@ def identical_across_ranks(flat, group):
     return all(torch.equal(everyone[0], e) for e in everyone)
 
 
-def train_ddp(group, rank, steps):
-    from torch.nn.parallel import DistributedDataParallel as DDP
-    net = DDP(model(), process_group=group)
+def run_steps(net, rank, steps):
+    """SGD on this rank's batches: the same loop for every way of wrapping the model."""
     opt = torch.optim.SGD(net.parameters(), lr=0.05)
     loss_fn = nn.CrossEntropyLoss()
     for x, y in batches(rank, steps):
         opt.zero_grad()
         loss_fn(net(x), y).backward()
         opt.step()
+
+
+def train_ddp(group, rank, steps):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    net = DDP(model(), process_group=group)
+    run_steps(net, rank, steps)
     return flat_params(net.module)
 
 
@@ -66,12 +71,7 @@ def train_fsdp(mesh, rank, steps):
         if isinstance(layer, nn.Linear):
             fully_shard(layer, mesh=mesh)
     fully_shard(net, mesh=mesh)
-    opt = torch.optim.SGD(net.parameters(), lr=0.05)
-    loss_fn = nn.CrossEntropyLoss()
-    for x, y in batches(rank, steps):
-        opt.zero_grad()
-        loss_fn(net(x), y).backward()
-        opt.step()
+    run_steps(net, rank, steps)
     return torch.cat([p.full_tensor().detach().reshape(-1) for p in net.parameters()])
 
 
