@@ -45,8 +45,11 @@ struct StoreJoinOptions {
 };
 
 /// Handle on an asynchronous collective. Progress is made by the thread that calls test()
-/// or wait() (or by any later blocking call on the same communicator): grove starts no
-/// threads of its own, so an operation that nobody waits on does not advance. test() and
+/// or wait() (or by any later blocking call on the same communicator). The threads grove
+/// starts never run a call: the TCP transport's network thread moves bytes between sockets
+/// and FIFOs, a process's heartbeat thread beats its shared-memory liveness counter, and
+/// rank 0's store server answers the store. So an operation that nobody waits on does not
+/// advance. test() and
 /// wait() use the communicator: they are refused with ErrorCode::kInvalidUsage while
 /// another thread is inside a call on it (see Communicator). Once the communicator is
 /// destroyed they report the operation's outcome without touching it.

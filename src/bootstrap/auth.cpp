@@ -14,7 +14,7 @@
 
 #include "bootstrap/handshake.hpp"
 #include "bootstrap/random.hpp"
-#include "bootstrap/socket.hpp"
+#include "common/socket.hpp"
 #include "grove/error.hpp"
 
 namespace grove::bootstrap {
@@ -145,18 +145,18 @@ void Handshake::refuse(std::string_view why) {
 
 void authenticate(int fd, std::string_view secret, bool isServer, std::string_view role,
                   std::chrono::steady_clock::time_point deadline) {
-  Handshake handshake(secret, isServer, role, peerAddress(fd));
+  Handshake handshake(secret, isServer, role, net::peerAddress(fd));
   std::string what = fmt::format("{}: authentication handshake", role);
   char buffer[kHelloBytes];
   try {
     while (true) {
       if (!handshake.output().empty()) {
-        writeExact(fd, handshake.output().data(), handshake.output().size(), deadline, what);
+        net::writeExact(fd, handshake.output().data(), handshake.output().size(), deadline, what);
         handshake.output().clear();
       }
       if (handshake.done()) return;
       size_t wanted = handshake.wanted();
-      readExact(fd, buffer, wanted, deadline, what);
+      net::readExact(fd, buffer, wanted, deadline, what);
       handshake.feed(buffer, wanted);
     }
   } catch (const Error& error) {

@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "bootstrap/random.hpp"
-#include "bootstrap/socket.hpp"
+#include "common/socket.hpp"
 #include "grove/error.hpp"
 
 namespace grove::bootstrap {
@@ -28,7 +28,7 @@ namespace {
 constexpr size_t kMaxFileName = 200;
 
 [[noreturn]] void throwSystem(const std::string& message, int error) {
-  throw Error(ErrorCode::kSystemError, message + ": " + errorText(error));
+  throw Error(ErrorCode::kSystemError, message + ": " + net::errorText(error));
 }
 
 void checkKey(std::string_view key, std::string_view op) {
@@ -50,7 +50,7 @@ std::string sha256Hex(std::string_view data) {
 
 // Reads the whole file at `path`; false when it does not exist.
 bool readFile(const std::string& path, std::string* value) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  net::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return false;
     throwSystem("file store: cannot open " + path, errno);
@@ -107,7 +107,7 @@ void FileStore::writeAtomically(const std::string& path, std::string_view value)
   gethostname(host, sizeof(host) - 1);
   std::string temp = fmt::format("{}/.tmp-{}-{}-{}", directory_, host, getpid(), counter++);
   {
-    UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    net::UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
     if (!fd.valid()) throwSystem("file store: cannot create " + temp, errno);
     size_t done = 0;
     while (done < value.size()) {
@@ -150,17 +150,17 @@ void FileStore::set(std::string_view key, std::string_view value) {
 std::string FileStore::get(std::string_view key, std::chrono::milliseconds timeout) {
   checkKey(key, "get");
   const std::string path = pathOf(key);
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = net::Clock::now() + timeout;
   auto backoff = std::chrono::milliseconds(1);
   std::string value;
   while (!readFile(path, &value)) {
-    auto now = Clock::now();
+    auto now = net::Clock::now();
     if (now >= deadline) {
       throw Error(ErrorCode::kTimeout,
                   fmt::format("file store get of key '{}' timed out after {} ms (directory {})",
                               key, timeout.count(), directory_));
     }
-    std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
+    std::this_thread::sleep_for(std::min<net::Clock::duration>(backoff, deadline - now));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
   }
   return value;
@@ -169,13 +169,13 @@ std::string FileStore::get(std::string_view key, std::chrono::milliseconds timeo
 int64_t FileStore::add(std::string_view key, int64_t delta) {
   checkKey(key, "add");
   const std::string lockPath = directory_ + "/.lock";
-  UniqueFd lock(::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  net::UniqueFd lock(::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (!lock.valid()) throwSystem("file store: cannot open " + lockPath, errno);
-  const auto deadline = Clock::now() + timeout_;
+  const auto deadline = net::Clock::now() + timeout_;
   auto backoff = std::chrono::milliseconds(1);
   while (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) throwSystem("file store: flock " + lockPath, errno);
-    if (Clock::now() >= deadline) {
+    if (net::Clock::now() >= deadline) {
       throw Error(ErrorCode::kTimeout,
                   fmt::format("file store add of key '{}': {} stayed locked for {} ms", key,
                               lockPath, timeout_.count()));

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "bootstrap/socket.hpp"
+#include "common/socket.hpp"
 #include "grove/error.hpp"
 
 namespace grove::bootstrap {
@@ -85,7 +85,7 @@ void readRendezvous(const Getenv& getenv, const Launcher& launcher, LaunchInfo* 
     }
   }
   if (const char* root = lookup(getenv, "GROVE_ROOT")) {
-    HostPort address = parseHostPort(root, "GROVE_ROOT");
+    net::HostPort address = net::parseHostPort(root, "GROVE_ROOT");
     info->rootHost = address.host;
     info->rootPort = address.port;
     return;

@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-#include "bootstrap/socket.hpp"
+#include "common/socket.hpp"
 #include "grove/error.hpp"
 
 namespace grove::bootstrap {
@@ -17,7 +17,7 @@ std::string randomBytes(size_t size) {
     ssize_t n = getrandom(bytes.data() + done, size - done, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw Error(ErrorCode::kSystemError, "getrandom: " + errorText(errno));
+      throw Error(ErrorCode::kSystemError, "getrandom: " + net::errorText(errno));
     }
     done += static_cast<size_t>(n);
   }

@@ -28,7 +28,7 @@ std::string Rendezvous::poll(const std::string& key, const std::string& what, bo
   const std::string full = prefix_ + key;
   const std::string failure = prefix_ + "failed";
   const std::string refusedKey(kRefusedConnectionsKey);
-  const auto deadline = Clock::now() + timeout_;
+  const auto deadline = net::Clock::now() + timeout_;
   auto pause = std::chrono::microseconds(200);
   std::string lastError;
   while (true) {
@@ -49,7 +49,7 @@ std::string Rendezvous::poll(const std::string& key, const std::string& what, bo
       }
       lastError = error.what();
     }
-    if (Clock::now() >= deadline) {
+    if (net::Clock::now() >= deadline) {
       std::string why =
           lastError.empty() ? std::string() : fmt::format(" (last store error: {})", lastError);
       if (lastError.empty() && store_.check(refusedKey)) {

@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "bootstrap/socket.hpp"
 #include "bootstrap/store.hpp"
+#include "common/socket.hpp"
 
 namespace grove::bootstrap {
 
@@ -71,14 +71,14 @@ class TcpStoreClient : public Store {
  private:
   std::string request(uint8_t op, std::string_view opName, std::string_view key,
                       std::string_view value, std::chrono::milliseconds timeout);
-  void connect(Clock::time_point deadline);
+  void connect(net::Clock::time_point deadline);
 
   std::string host_;
   uint16_t port_;
   std::string secret_;
   std::chrono::milliseconds timeout_;
   std::mutex mutex_;
-  UniqueFd fd_;
+  net::UniqueFd fd_;
   bool failOnDisconnect_ = false;  // See Store::failOnDisconnect.
   std::string lost_;               // Non-empty: the connection was lost for good, and why.
 };

@@ -31,7 +31,7 @@ TcpStoreClient::TcpStoreClient(std::string host, uint16_t port, std::string secr
     : host_(std::move(host)), port_(port), secret_(std::move(secret)), timeout_(timeout) {
   std::lock_guard lock(mutex_);
   try {
-    connect(Clock::now() + timeout_);
+    connect(net::Clock::now() + timeout_);
   } catch (const Error& error) {
     if (error.code() != ErrorCode::kTimeout) throw;
     throw Error(ErrorCode::kTimeout,
@@ -41,12 +41,12 @@ TcpStoreClient::TcpStoreClient(std::string host, uint16_t port, std::string secr
 
 TcpStoreClient::~TcpStoreClient() = default;
 
-std::string TcpStoreClient::address() const { return formatHostPort(host_, port_); }
+std::string TcpStoreClient::address() const { return net::formatHostPort(host_, port_); }
 
-void TcpStoreClient::connect(Clock::time_point deadline) {
+void TcpStoreClient::connect(net::Clock::time_point deadline) {
   auto backoff = std::chrono::milliseconds(10);
   while (true) {
-    UniqueFd fd = connectWithRetry(host_, port_, deadline, "store server");
+    net::UniqueFd fd = net::connectWithRetry(host_, port_, deadline, "store server");
     try {
       authenticate(fd.get(), secret_, false, "store client", deadline);
       fd_ = std::move(fd);
@@ -55,7 +55,7 @@ void TcpStoreClient::connect(Clock::time_point deadline) {
       // A server going away (the store of a communicator being destroyed while this process
       // already makes the next one) resets the handshake: dial again. A refused secret or a
       // timeout is final.
-      if (error.code() != ErrorCode::kSystemError || Clock::now() + backoff >= deadline) throw;
+      if (error.code() != ErrorCode::kSystemError || net::Clock::now() + backoff >= deadline) throw;
     }
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
@@ -74,16 +74,16 @@ std::string TcpStoreClient::request(uint8_t op, std::string_view opName, std::st
   frame += value;
 
   std::lock_guard lock(mutex_);
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = net::Clock::now() + timeout;
   std::string what = fmt::format("store {} of key '{}' (store server {})", opName, key, address());
   if (!lost_.empty()) throw Error(ErrorCode::kRemoteError, fmt::format("{}: {}", what, lost_));
   bool connected = fd_.valid();
   try {
     if (!connected) connect(deadline);
     connected = true;
-    writeExact(fd_.get(), frame.data(), frame.size(), deadline, what);
+    net::writeExact(fd_.get(), frame.data(), frame.size(), deadline, what);
     char header[wire::kResponseHeaderBytes];
-    readExact(fd_.get(), header, sizeof(header), deadline, what);
+    net::readExact(fd_.get(), header, sizeof(header), deadline, what);
     const auto status = static_cast<uint8_t>(header[0]);
     const uint64_t length = wire::getU64(header + 1);
     const uint64_t limit = status == wire::kOk ? kMaxValueBytes : wire::kMaxErrorBytes;
@@ -93,7 +93,7 @@ std::string TcpStoreClient::request(uint8_t op, std::string_view opName, std::st
           fmt::format("{}: malformed response (status {}, length {})", what, status, length));
     }
     std::string payload(length, '\0');
-    readExact(fd_.get(), payload.data(), payload.size(), deadline, what);
+    net::readExact(fd_.get(), payload.data(), payload.size(), deadline, what);
     if (status == wire::kError) {
       throw Error(ErrorCode::kInvalidUsage, fmt::format("{}: {}", what, payload));
     }

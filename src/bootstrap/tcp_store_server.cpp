@@ -45,10 +45,10 @@ struct ProtocolError : std::runtime_error {
 };
 
 struct Connection {
-  UniqueFd fd;
+  net::UniqueFd fd;
   std::string peer;
   std::unique_ptr<Handshake> handshake;  // Null once authenticated.
-  Clock::time_point handshakeDeadline;
+  net::Clock::time_point handshakeDeadline;
   std::string in;
   std::string out;
   size_t outOffset = 0;
@@ -63,9 +63,9 @@ struct Connection {
 struct TcpStoreServer::Impl {
   std::string secret;
   uint16_t port = 0;
-  UniqueFd listener;
-  UniqueFd epoll;
-  UniqueFd wake;
+  net::UniqueFd listener;
+  net::UniqueFd epoll;
+  net::UniqueFd wake;
   std::atomic<bool> stopping{false};
   std::thread thread;
 
@@ -99,7 +99,7 @@ void epollAdd(int epoll, int fd, uint64_t id, uint32_t events) {
   event.events = events;
   event.data.u64 = id;
   if (epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) != 0) {
-    throw Error(ErrorCode::kSystemError, "store server: epoll_ctl: " + errorText(errno));
+    throw Error(ErrorCode::kSystemError, "store server: epoll_ctl: " + net::errorText(errno));
   }
 }
 
@@ -109,12 +109,12 @@ TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::stri
     : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.secret = std::move(secret);
-  s.listener = listenOn(host, port, &s.port, "store server");
-  setNonBlocking(s.listener.get());
+  s.listener = net::listenOn(host, port, &s.port, "store server");
+  net::setNonBlocking(s.listener.get());
   s.epoll.reset(epoll_create1(EPOLL_CLOEXEC));
   s.wake.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!s.epoll.valid() || !s.wake.valid()) {
-    throw Error(ErrorCode::kSystemError, "store server: epoll/eventfd: " + errorText(errno));
+    throw Error(ErrorCode::kSystemError, "store server: epoll/eventfd: " + net::errorText(errno));
   }
   epollAdd(s.epoll.get(), s.listener.get(), kListenerId, EPOLLIN);
   epollAdd(s.epoll.get(), s.wake.get(), kWakeId, EPOLLIN);
@@ -138,7 +138,7 @@ void TcpStoreServer::Impl::run() {
     int n = epoll_wait(epoll.get(), events.data(), static_cast<int>(events.size()), timeout);
     if (n < 0) {
       if (errno == EINTR) continue;
-      log::warn(-1, "store server: epoll_wait failed, stopping: {}", errorText(errno));
+      log::warn(-1, "store server: epoll_wait failed, stopping: {}", net::errorText(errno));
       return;
     }
     for (int i = 0; i < n && !stopping; ++i) onEvent(events[i].data.u64, events[i].events);
@@ -181,16 +181,16 @@ void TcpStoreServer::Impl::accept() {
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        log::warn(-1, "store server: accept failed: {}", errorText(errno));
+        log::warn(-1, "store server: accept failed: {}", net::errorText(errno));
       }
       return;
     }
     uint64_t id = nextId++;
     Connection& c = connections[id];
     c.fd.reset(fd);
-    c.peer = peerAddress(fd);
+    c.peer = net::peerAddress(fd);
     c.handshake = std::make_unique<Handshake>(secret, true, "store server", c.peer);
-    c.handshakeDeadline = Clock::now() + kHandshakeTimeout;
+    c.handshakeDeadline = net::Clock::now() + kHandshakeTimeout;
     c.out = std::move(c.handshake->output());
     c.handshake->output().clear();
     ++handshaking;
@@ -213,7 +213,7 @@ bool TcpStoreServer::Impl::receive(uint64_t id, Connection& c) {
   }
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
-    drop(id, errorText(errno));
+    drop(id, net::errorText(errno));
     return false;
   }
   c.in.append(buffer, static_cast<size_t>(n));
@@ -437,7 +437,7 @@ void TcpStoreServer::Impl::drop(uint64_t id, std::string_view why) {
 }
 
 void TcpStoreServer::Impl::expireHandshakes() {
-  auto now = Clock::now();
+  auto now = net::Clock::now();
   std::vector<uint64_t> expired;
   for (auto& [id, c] : connections) {
     if (c.handshake != nullptr && now >= c.handshakeDeadline) expired.push_back(id);

@@ -47,8 +47,9 @@ class CommState {
   /// Cached per shape; the choice is logged at GROVE_DEBUG=INFO the first time. The
   /// communicator's topology is used whatever `request.topology` says.
   const algo::Algorithm& chooseAlgorithm(const plan::PlanRequest& request, std::string_view forced);
-  /// `algorithm`'s plan for this rank bound to this rank's connections; built, verified in
-  /// debug builds and cached on first use.
+  /// `algorithm`'s plan for this rank bound to this rank's connections; built and cached on
+  /// first use, and proved by the verifier first (all ranks' plans replayed) when
+  /// GROVE_VERIFY=1.
   const exec::BoundPlan& boundPlan(const algo::Algorithm& algorithm,
                                    const plan::PlanRequest& request);
 

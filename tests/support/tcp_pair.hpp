@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "bootstrap/file_store.hpp"
+#include "common/socket.hpp"
 #include "transport/doorbell.hpp"
 #include "transport/fifo.hpp"
 #include "transport/tcp/handshake.hpp"
-#include "transport/tcp/socket.hpp"
 #include "transport/tcp/tcp_links.hpp"
 #include "transport/tcp/wire.hpp"
 
@@ -138,8 +138,8 @@ inline std::string dataHeader(int lane, uint64_t bytes) {
 
 /// Connects to `target`'s listener as rank `src` on `stream` (authenticated with kSecret,
 /// hello accepted): the caller then speaks frames on it by hand. Throws on refusal.
-inline tcp::Socket connectAs(const Rank& target, int src, int dst, size_t slotBytes,
-                             int stream = 0) {
+inline net::UniqueFd connectAs(const Rank& target, int src, int dst, size_t slotBytes,
+                               int stream = 0) {
   tcp::Hello hello;
   hello.src = static_cast<uint32_t>(src);
   hello.dst = static_cast<uint32_t>(dst);
@@ -150,8 +150,9 @@ inline tcp::Socket connectAs(const Rank& target, int src, int dst, size_t slotBy
 }
 
 /// Writes all of `bytes` to `socket` (blocking, bounded by kPatience).
-inline void sendRaw(const tcp::Socket& socket, const std::string& bytes) {
-  tcp::sendAll(socket.fd(), bytes.data(), bytes.size(), Clock::now() + kPatience, "test frames");
+inline void sendRaw(const net::UniqueFd& socket, const std::string& bytes) {
+  net::writeExact(socket.get(), bytes.data(), bytes.size(), Clock::now() + kPatience,
+                  "test frames");
 }
 
 /// Sends `messages` messages of patterned bytes (sizes cycling through 0, 1, slot - 1, slot,

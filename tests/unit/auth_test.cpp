@@ -14,7 +14,7 @@
 
 #include "bootstrap/handshake.hpp"
 #include "bootstrap/random.hpp"
-#include "bootstrap/socket.hpp"
+#include "common/socket.hpp"
 #include "grove/error.hpp"
 
 namespace grove::bootstrap {
@@ -29,11 +29,11 @@ struct SocketPair {
     a.reset(fds[0]);
     b.reset(fds[1]);
   }
-  UniqueFd a;
-  UniqueFd b;
+  net::UniqueFd a;
+  net::UniqueFd b;
 };
 
-Clock::time_point in(std::chrono::milliseconds ms) { return Clock::now() + ms; }
+net::Clock::time_point in(std::chrono::milliseconds ms) { return net::Clock::now() + ms; }
 
 // Runs authenticate on `fd` and returns the error it threw (kSuccess when none).
 ErrorCode runSide(int fd, std::string secret, bool isServer, std::string* message) {
@@ -99,11 +99,11 @@ TEST(Authenticate, ClientRefusesAServerThatCannotAnswer) {
   std::thread fakeServer([&] {
     std::string hello(kHandshakeMagic, sizeof(kHandshakeMagic));
     hello += std::string(kNonceBytes, 'n');
-    writeExact(pair.a.get(), hello.data(), hello.size(), in(10s), "fake");
+    net::writeExact(pair.a.get(), hello.data(), hello.size(), in(10s), "fake");
     char buffer[kHelloBytes + kMacBytes];
-    readExact(pair.a.get(), buffer, sizeof(buffer), in(10s), "fake");
+    net::readExact(pair.a.get(), buffer, sizeof(buffer), in(10s), "fake");
     std::string verdict = "\1" + std::string(kMacBytes, 'x');  // Accepts, answers garbage.
-    writeExact(pair.a.get(), verdict.data(), verdict.size(), in(10s), "fake");
+    net::writeExact(pair.a.get(), verdict.data(), verdict.size(), in(10s), "fake");
   });
   std::string message;
   EXPECT_EQ(runSide(pair.b.get(), "s3cret", false, &message), ErrorCode::kInvalidUsage);
@@ -115,7 +115,7 @@ TEST(Authenticate, ClientRefusesAServerThatCannotAnswer) {
 TEST(Authenticate, StrangerIsRefused) {
   SocketPair pair;
   std::string junk(kHelloBytes, 'Z');
-  writeExact(pair.b.get(), junk.data(), junk.size(), in(10s), "junk");
+  net::writeExact(pair.b.get(), junk.data(), junk.size(), in(10s), "junk");
   std::string message;
   EXPECT_EQ(runSide(pair.a.get(), "s3cret", true, &message), ErrorCode::kInvalidUsage);
   EXPECT_NE(message.find("not a grove process"), std::string::npos) << message;
@@ -147,12 +147,12 @@ TEST(Authenticate, DoesNotReadBytesThatFollowTheHandshake) {
   SocketPair pair;
   std::thread client([&] {
     authenticate(pair.b.get(), "k", false, "test client", in(10s));
-    writeExact(pair.b.get(), "PIPELINED", 9, in(10s), "tail");
+    net::writeExact(pair.b.get(), "PIPELINED", 9, in(10s), "tail");
   });
   authenticate(pair.a.get(), "k", true, "test server", in(10s));
   client.join();
   char tail[9];
-  readExact(pair.a.get(), tail, sizeof(tail), in(10s), "tail");
+  net::readExact(pair.a.get(), tail, sizeof(tail), in(10s), "tail");
   EXPECT_EQ(std::string(tail, sizeof(tail)), "PIPELINED");
 }
 

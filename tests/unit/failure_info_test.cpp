@@ -16,11 +16,11 @@
 #include <thread>
 
 #include "bootstrap/file_store.hpp"
+#include "common/socket.hpp"
 #include "support/tcp_pair.hpp"
 #include "transport/inproc/inproc_transport.hpp"
 #include "transport/shm/shm_domain.hpp"
 #include "transport/tcp/handshake.hpp"
-#include "transport/tcp/socket.hpp"
 #include "transport/tcp/tcp_links.hpp"
 #include "transport/tcp/wire.hpp"
 
@@ -226,7 +226,7 @@ TEST(FailureInfo, TcpAbortFrameCarriesTheOriginAndCause) {
 TEST(FailureInfo, TcpInvalidAbortNoticeBreaksTheConnection) {
   TempDir dir;
   Rank zero(dir.path, tcpOptions(0, 3, std::chrono::milliseconds(0)));
-  tcp::Socket socket = tcp_pair::connectAs(zero, 2, 0, 4096);
+  net::UniqueFd socket = tcp_pair::connectAs(zero, 2, 0, 4096);
   tcp::FrameHeader header;
   header.kind = static_cast<uint16_t>(tcp::FrameKind::kAbort);
   header.bytes = 10;
@@ -245,7 +245,7 @@ TEST(Heartbeat, SilentPeerIsDeclaredFailedAtTheHeartbeatTimeout) {
   Rank zero(dir.path, tcpOptions(0, 2, std::chrono::milliseconds(2000)));
   // "Rank 1": a peer that connects properly, then never sends another byte (as a stopped
   // process would); its socket stays open, so only the silence can tell.
-  tcp::Socket silent = tcp_pair::connectAs(zero, 1, 0, 4096);
+  net::UniqueFd silent = tcp_pair::connectAs(zero, 1, 0, 4096);
   Clock::time_point start = Clock::now();
   // Rank 0 waits for rank 1 (the operation timeout, 120 s, is far away).
   EXPECT_EQ(awaitFailure(zero), 1);
@@ -274,7 +274,7 @@ TEST(Heartbeat, IdleLivePeerStaysAlive) {
 TEST(Heartbeat, SilenceWhileNotWaitingDoesNotCount) {
   TempDir dir;
   Rank zero(dir.path, tcpOptions(0, 2, std::chrono::milliseconds(2000)));
-  tcp::Socket silent = tcp_pair::connectAs(zero, 1, 0, 4096);
+  net::UniqueFd silent = tcp_pair::connectAs(zero, 1, 0, 4096);
   // Rank 0 is busy elsewhere (does not wait) for 4.5 s: the silence before its wait starts
   // is not held against the peer.
   std::this_thread::sleep_for(std::chrono::milliseconds(4500));

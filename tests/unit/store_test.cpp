@@ -19,9 +19,9 @@
 
 #include "bootstrap/auth.hpp"
 #include "bootstrap/file_store.hpp"
-#include "bootstrap/socket.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "bootstrap/tcp_store_wire.hpp"
+#include "common/socket.hpp"
 #include "grove/error.hpp"
 
 namespace grove::bootstrap {
@@ -283,9 +283,9 @@ TEST_F(TcpStoreTest, WrongSecretIsRefusedAndServerKeepsServing) {
 // Sends `bytes` on a fresh connection and waits until the server closes it.
 void expectServerCloses(int fd) {
   char sink[256];
-  const auto deadline = Clock::now() + 10s;
-  while (Clock::now() < deadline) {
-    ASSERT_TRUE(waitForFd(fd, POLLIN, deadline));
+  const auto deadline = net::Clock::now() + 10s;
+  while (net::Clock::now() < deadline) {
+    ASSERT_TRUE(net::waitForFd(fd, POLLIN, deadline));
     ssize_t n = ::recv(fd, sink, sizeof(sink), 0);
     if (n <= 0) return;
   }
@@ -294,10 +294,11 @@ void expectServerCloses(int fd) {
 
 TEST_F(TcpStoreTest, GarbageBeforeAuthenticationClosesOnlyThatConnection) {
   testing::internal::CaptureStderr();
-  UniqueFd raw = connectWithRetry("127.0.0.1", port_, Clock::now() + 10s, "store server");
+  net::UniqueFd raw =
+      net::connectWithRetry("127.0.0.1", port_, net::Clock::now() + 10s, "store server");
   std::string garbage;
   for (int i = 0; i < 300; ++i) garbage += static_cast<char>(i * 37 + 11);
-  writeExact(raw.get(), garbage.data(), garbage.size(), Clock::now() + 10s, "garbage");
+  net::writeExact(raw.get(), garbage.data(), garbage.size(), net::Clock::now() + 10s, "garbage");
   expectServerCloses(raw.get());
   testing::internal::GetCapturedStderr();
   auto store = client();
@@ -332,9 +333,10 @@ TEST_F(TcpStoreTest, MalformedFramesAfterAuthenticationCloseOnlyThatConnection) 
   frames.push_back(frame);
   for (const std::string& bad : frames) {
     testing::internal::CaptureStderr();
-    UniqueFd raw = connectWithRetry("127.0.0.1", port_, Clock::now() + 10s, "store server");
-    authenticate(raw.get(), kSecret, false, "test client", Clock::now() + 10s);
-    writeExact(raw.get(), bad.data(), bad.size(), Clock::now() + 10s, "bad frame");
+    net::UniqueFd raw =
+        net::connectWithRetry("127.0.0.1", port_, net::Clock::now() + 10s, "store server");
+    authenticate(raw.get(), kSecret, false, "test client", net::Clock::now() + 10s);
+    net::writeExact(raw.get(), bad.data(), bad.size(), net::Clock::now() + 10s, "bad frame");
     expectServerCloses(raw.get());
     std::string log = testing::internal::GetCapturedStderr();
     EXPECT_TRUE(contains(log, "closing the connection")) << log;
@@ -344,7 +346,8 @@ TEST_F(TcpStoreTest, MalformedFramesAfterAuthenticationCloseOnlyThatConnection) 
 }
 
 TEST_F(TcpStoreTest, SilentConnectionDoesNotBlockOthers) {
-  UniqueFd silent = connectWithRetry("127.0.0.1", port_, Clock::now() + 10s, "store server");
+  net::UniqueFd silent =
+      net::connectWithRetry("127.0.0.1", port_, net::Clock::now() + 10s, "store server");
   auto store = client();
   store->set("k", "v");
   EXPECT_EQ(store->get("k", 1s), "v");

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "bootstrap/handshake.hpp"
+#include "common/socket.hpp"
 #include "support/tcp_pair.hpp"
-#include "transport/tcp/socket.hpp"
 #include "transport/tcp/tcp_links.hpp"
 
 namespace grove::transport {
@@ -64,24 +64,24 @@ bool raiseFdLimit(rlim_t wanted) {
 }
 
 /// A non-blocking connect to the IPv4 `hostPort` that does not wait for it to complete.
-tcp::Socket connectIdle(const std::string& hostPort) {
-  auto [host, port] = tcp::parseHostPort(hostPort);
+net::UniqueFd connectIdle(const std::string& hostPort) {
+  auto [host, port] = net::parseHostPort(hostPort, "test address");
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   ::inet_pton(AF_INET, host.c_str(), &address.sin_addr);
-  tcp::Socket socket(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  net::UniqueFd socket(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (socket.valid()) {
-    (void)::connect(socket.fd(), reinterpret_cast<sockaddr*>(&address), sizeof address);
+    (void)::connect(socket.get(), reinterpret_cast<sockaddr*>(&address), sizeof address);
   }
   return socket;
 }
 
 /// Whether the far end closed `socket` (EOF or reset), draining what it sent.
-bool closedByPeer(const tcp::Socket& socket) {
+bool closedByPeer(const net::UniqueFd& socket) {
   char buffer[256];
   for (;;) {
-    ssize_t got = ::recv(socket.fd(), buffer, sizeof buffer, MSG_DONTWAIT);
+    ssize_t got = ::recv(socket.get(), buffer, sizeof buffer, MSG_DONTWAIT);
     if (got > 0) continue;
     if (got == 0) return true;
     if (errno == EINTR) continue;
@@ -140,7 +140,7 @@ TEST(TcpFlood, IdleAndStalledConnectionsCostNoThreadsAndAreClosedByTheDeadline) 
   // The flood, on rank 0's port; meanwhile the job runs and ranks 0 and 1 dial each other
   // on stream 2 (lane 2), rank 1 into the flooded listener.
   const std::string target = ranks[0]->links.address();
-  std::vector<tcp::Socket> flood;
+  std::vector<net::UniqueFd> flood;
   flood.reserve(kFlood);
   std::atomic<bool> jobDone{false};
   size_t threadsMax = threadsBefore;
@@ -151,16 +151,16 @@ TEST(TcpFlood, IdleAndStalledConnectionsCostNoThreadsAndAreClosedByTheDeadline) 
   for (int i = 0; i < kFlood; ++i) {
     if (i % kHalfEvery == kHalfEvery - 1) {  // Sends half a handshake hello, then stalls.
       ++halves;
-      tcp::Socket socket = tcp::dial(target, Clock::now() + kPatience);
+      net::UniqueFd socket = net::dial(target, Clock::now() + kPatience);
       std::string half(bootstrap::kHandshakeMagic, sizeof bootstrap::kHandshakeMagic);
       half += std::string(bootstrap::kNonceBytes / 2, 'n');
-      tcp::sendAll(socket.fd(), half.data(), half.size(), Clock::now() + kPatience, "half");
+      net::writeExact(socket.get(), half.data(), half.size(), Clock::now() + kPatience, "half");
       flood.push_back(std::move(socket));
     } else if (i % kGarbageEvery == kGarbageEvery - 1) {
       ++garbage;
-      tcp::Socket socket = tcp::dial(target, Clock::now() + kPatience);
+      net::UniqueFd socket = net::dial(target, Clock::now() + kPatience);
       std::string junk(1000, 'G');
-      tcp::sendAll(socket.fd(), junk.data(), junk.size(), Clock::now() + kPatience, "junk");
+      net::writeExact(socket.get(), junk.data(), junk.size(), Clock::now() + kPatience, "junk");
       flood.push_back(std::move(socket));
     } else {
       ++idle;
@@ -192,7 +192,7 @@ TEST(TcpFlood, IdleAndStalledConnectionsCostNoThreadsAndAreClosedByTheDeadline) 
   size_t open = 0;
   do {
     open = static_cast<size_t>(std::count_if(
-        flood.begin(), flood.end(), [](const tcp::Socket& s) { return !closedByPeer(s); }));
+        flood.begin(), flood.end(), [](const net::UniqueFd& s) { return !closedByPeer(s); }));
     if (open > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   } while (open > 0 && Clock::now() < deadline);
   const size_t fdsClosedByRank = fdCount();

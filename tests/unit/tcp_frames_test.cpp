@@ -55,7 +55,7 @@ std::string truncatedFrame(const Truncation& cut) {
 /// fake keeps the connection open, silent, while `whileOpen` runs (if given), then closes it.
 void sendCompleteThenTruncated(Rank& zero, const Truncation& cut,
                                const std::function<void()>& whileOpen = {}) {
-  tcp::Socket fake = tcp_pair::connectAs(zero, kFakeRank, 0, kSlotBytes);
+  net::UniqueFd fake = tcp_pair::connectAs(zero, kFakeRank, 0, kSlotBytes);
   std::string complete = tcp_pair::dataHeader(kLane, 5) + tcp_pair::pattern(kFakeRank, kLane, 0, 5);
   tcp_pair::sendRaw(fake, complete + truncatedFrame(cut));
   if (whileOpen) whileOpen();
@@ -161,9 +161,9 @@ TEST(TruncatedFrame, TwoFakePeersEachBreakOnlyTheirOwnConnection) {
   TempDir dir;
   ASSERT_FALSE(dir.path.empty());
   Rank zero(dir.path, tcp_pair::makeOptions(0, 3, 1, kSlotBytes));
-  tcp::Socket good = tcp_pair::connectAs(zero, 1, 0, kSlotBytes);
+  net::UniqueFd good = tcp_pair::connectAs(zero, 1, 0, kSlotBytes);
   {
-    tcp::Socket bad = tcp_pair::connectAs(zero, kFakeRank, 0, kSlotBytes);
+    net::UniqueFd bad = tcp_pair::connectAs(zero, kFakeRank, 0, kSlotBytes);
     tcp_pair::sendRaw(bad, tcp_pair::dataHeader(0, 64) + tcp_pair::pattern(kFakeRank, 0, 0, 63));
   }
   EXPECT_EQ(tcp_pair::awaitFailure(zero), kFakeRank);

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "bootstrap/file_store.hpp"
+#include "common/socket.hpp"
 #include "grove/error.hpp"
 #include "support/tcp_pair.hpp"
-#include "transport/tcp/socket.hpp"
 #include "transport/tcp/tcp_links.hpp"
 
 namespace grove::transport {
@@ -40,8 +40,8 @@ TEST(TcpLinkAddresses, EachPeerIsDialedAtItsLinkAddress) {
   Rank one(dir.path, makeOptions(1, 2, {"127.0.0.1", ""}));
   EXPECT_EQ(one.links.address().rfind("127.0.0.1:", 0), 0u) << one.links.address();
   // Rank 1's published host becomes unreachable; only its port still counts.
-  auto [host, port] = transport::tcp::parseHostPort(one.links.address());
-  one.store.set("job/tcp/1", transport::tcp::formatHostPort("203.0.113.7", port));
+  auto [host, port] = net::parseHostPort(one.links.address(), "test address");
+  one.store.set("job/tcp/1", net::formatHostPort("203.0.113.7", port));
   std::string errors[2];
   std::thread threads[2] = {
       std::thread([&] { errors[0] = tcp_pair::exchange(zero, 0, 1, {0}, 200, 4096); }),

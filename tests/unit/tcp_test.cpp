@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -17,11 +18,11 @@
 #include <vector>
 
 #include "bootstrap/file_store.hpp"
+#include "common/socket.hpp"
 #include "grove/error.hpp"
 #include "support/tcp_pair.hpp"
 #include "transport/tcp/handshake.hpp"
 #include "transport/tcp/interfaces.hpp"
-#include "transport/tcp/socket.hpp"
 #include "transport/tcp/tcp_links.hpp"
 #include "transport/tcp/wire.hpp"
 
@@ -157,11 +158,11 @@ TEST(TcpLinks, GarbageAndSilentClientsDoNotHurtTheListener) {
   TempDir dir;
   Rank zero(dir.path, makeOptions(0, 2, 1));
   auto deadline = Clock::now() + seconds(10);
-  tcp::Socket silent = tcp::dial(zero.links.address(), deadline);
+  net::UniqueFd silent = net::dial(zero.links.address(), deadline);
   for (int round = 0; round < 3; ++round) {
-    tcp::Socket garbage = tcp::dial(zero.links.address(), deadline);
+    net::UniqueFd garbage = net::dial(zero.links.address(), deadline);
     std::string junk(1000, static_cast<char>('A' + round));
-    tcp::sendAll(garbage.fd(), junk.data(), junk.size(), deadline, "garbage");
+    net::writeExact(garbage.get(), junk.data(), junk.size(), deadline, "garbage");
   }
   Rank one(dir.path, makeOptions(1, 2, 1));
   std::thread peer([&] { EXPECT_EQ(exchange(one, 1, 0, {0, 1}, 50, 4096), ""); });
@@ -192,7 +193,7 @@ TEST(TcpLinks, DifferentSlotSizesAreRefusedByTheHello) {
 TEST(TcpLinks, OversizedFrameFromAnAuthenticatedPeerBreaksOnlyThatPeer) {
   TempDir dir;
   Rank zero(dir.path, makeOptions(0, 3, 1));
-  tcp::Socket socket = tcp_pair::connectAs(zero, 2, 0, 4096);
+  net::UniqueFd socket = tcp_pair::connectAs(zero, 2, 0, 4096);
   tcp_pair::sendRaw(socket, tcp_pair::dataHeader(0, 4097));  // a slot holds 4096 bytes
   EXPECT_EQ(awaitFailure(zero), 2);
 }
@@ -409,17 +410,49 @@ TEST(TcpWire, FramesAndHellosEncodeLittleEndian) {
 }
 
 TEST(TcpSocket, HostPortAndIpv6Loopback) {
-  EXPECT_EQ(tcp::formatHostPort("10.1.2.3", 80), "10.1.2.3:80");
-  EXPECT_EQ(tcp::formatHostPort("::1", 443), "[::1]:443");
-  EXPECT_EQ(tcp::parseHostPort("[fd00::2]:9"), (std::pair<std::string, int>{"fd00::2", 9}));
-  EXPECT_EQ(tcp::parseHostPort("host:65535").second, 65535);
-  for (const char* bad : {"", "host", "host:", ":80", "host:0", "host:70000", "[::1]80", "h:8x"}) {
-    EXPECT_THROW(tcp::parseHostPort(bad), Error) << bad;
+  EXPECT_EQ(net::formatHostPort("10.1.2.3", 80), "10.1.2.3:80");
+  EXPECT_EQ(net::formatHostPort("::1", 443), "[::1]:443");
+  net::HostPort v6 = net::parseHostPort("[fd00::2]:9", "test");
+  EXPECT_EQ(v6.host, "fd00::2");
+  EXPECT_EQ(v6.port, 9);
+  EXPECT_EQ(net::parseHostPort("host:65535", "test").port, 65535);
+  for (const char* bad :
+       {"", "host", "host:", ":80", "host:0", "host:70000", "[::1]80", "h:8x", "::1:80"}) {
+    EXPECT_THROW(net::parseHostPort(bad, "test"), Error) << bad;
   }
-  auto [listener, port] = tcp::listenOn("::1");
+  uint16_t port = 0;
+  net::UniqueFd listener = net::listenOn("::1", 0, &port, "test");
   auto deadline = Clock::now() + seconds(10);
-  tcp::Socket client = tcp::dial(tcp::formatHostPort("::1", port), deadline);
+  net::UniqueFd client = net::dial(net::formatHostPort("::1", port), deadline);
   EXPECT_TRUE(client.valid());
+}
+
+TEST(TcpSocket, DialCancelledAndRefused) {
+  // A port nothing listens on: refused at once, naming the address.
+  uint16_t port = 0;
+  { net::UniqueFd closed = net::listenOn("127.0.0.1", 0, &port, "test"); }
+  const std::string target = net::formatHostPort("127.0.0.1", port);
+  try {
+    net::dial(target, Clock::now() + seconds(10));
+    ADD_FAILURE() << "dial to a closed port succeeded";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kSystemError);
+    EXPECT_NE(std::string(error.what()).find("cannot connect to " + target), std::string::npos)
+        << error.what();
+  }
+  // A read that a set cancel flag cuts short instead of waiting out its deadline.
+  net::UniqueFd listener = net::listenOn("127.0.0.1", 0, &port, "test");
+  net::UniqueFd client =
+      net::dial(net::formatHostPort("127.0.0.1", port), Clock::now() + seconds(10));
+  std::atomic<bool> cancel{true};
+  char byte = 0;
+  try {
+    net::readExact(client.get(), &byte, 1, Clock::now() + seconds(600), "silent peer", &cancel);
+    ADD_FAILURE() << "a cancelled read returned";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kSystemError);
+    EXPECT_STREQ(error.what(), "silent peer: cancelled");
+  }
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 #include <cerrno>
 
 #include "bootstrap/handshake.hpp"
-#include "bootstrap/socket.hpp"
+#include "common/socket.hpp"
 #include "core/log.hpp"
 #include "grove/error.hpp"
 
@@ -36,7 +36,7 @@ constexpr auto kWarningInterval = std::chrono::seconds(1);
 
 struct Acceptor::Pending {
   enum class Phase { kAuth, kHello, kAck };
-  Pending(uint64_t key, Socket s, std::string from, const std::string& secret, int rank,
+  Pending(uint64_t key, net::UniqueFd s, std::string from, const std::string& secret, int rank,
           Clock::time_point end)
       : id(key),
         socket(std::move(s)),
@@ -44,7 +44,7 @@ struct Acceptor::Pending {
         deadline(end),
         auth(secret, /*isServer=*/true, fmt::format("tcp transport rank {}", rank), peer) {}
   uint64_t id;
-  Socket socket;
+  net::UniqueFd socket;
   std::string peer;
   Clock::time_point deadline;
   bootstrap::Handshake auth;
@@ -68,13 +68,13 @@ Acceptor::Acceptor(int listener, HelloPolicy policy, std::string secret, size_t 
   if (!epoll_.valid() || !wake_.valid()) {
     throw Error(ErrorCode::kSystemError,
                 fmt::format("TCP transport rank {}: acceptor epoll/eventfd: {}", policy_.rank,
-                            bootstrap::errorText(errno)));
+                            net::errorText(errno)));
   }
-  for (auto [fd, id] : {std::pair{listener_, kListenerId}, std::pair{wake_.fd(), kWakeId}}) {
+  for (auto [fd, id] : {std::pair{listener_, kListenerId}, std::pair{wake_.get(), kWakeId}}) {
     epoll_event event{};
     event.events = EPOLLIN;
     event.data.u64 = id;
-    ::epoll_ctl(epoll_.fd(), EPOLL_CTL_ADD, fd, &event);
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &event);
   }
   thread_ = std::thread([this] { run(); });
 }
@@ -82,7 +82,7 @@ Acceptor::Acceptor(int listener, HelloPolicy policy, std::string secret, size_t 
 Acceptor::~Acceptor() {
   stopping_ = true;
   uint64_t one = 1;
-  (void)!::write(wake_.fd(), &one, sizeof one);
+  (void)!::write(wake_.get(), &one, sizeof one);
   thread_.join();
   pending_.clear();
   if (suppressed_ > 0) {
@@ -96,10 +96,10 @@ Acceptor::~Acceptor() {
 void Acceptor::run() {
   epoll_event events[64];
   while (!stopping_) {
-    int count = ::epoll_wait(epoll_.fd(), events, 64, waitMs());
+    int count = ::epoll_wait(epoll_.get(), events, 64, waitMs());
     if (count < 0 && errno != EINTR) {
       log::warn(policy_.rank, "TCP transport: acceptor epoll_wait failed, stopping: {}",
-                bootstrap::errorText(errno));
+                net::errorText(errno));
       return;
     }
     for (int i = 0; i < count && !stopping_; ++i) onEvent(events[i].data.u64, events[i].events);
@@ -109,7 +109,7 @@ void Acceptor::run() {
       epoll_event event{};
       event.events = EPOLLIN;
       event.data.u64 = kListenerId;
-      ::epoll_ctl(epoll_.fd(), EPOLL_CTL_MOD, listener_, &event);
+      ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, listener_, &event);
     }
   }
 }
@@ -126,7 +126,7 @@ int Acceptor::waitMs() const {
 void Acceptor::onEvent(uint64_t id, uint32_t events) {
   if (id == kWakeId) {
     uint64_t value = 0;
-    (void)!::read(wake_.fd(), &value, sizeof value);
+    (void)!::read(wake_.get(), &value, sizeof value);
     return;
   }
   if (id == kListenerId) return acceptAll();
@@ -147,7 +147,7 @@ void Acceptor::serve(uint64_t id, uint32_t events) {
     // A refusal: tell the peer (best effort) before closing, as authenticate() does.
     p.out += p.auth.output();
     if (!p.out.empty()) {
-      (void)::send(p.socket.fd(), p.out.data(), p.out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      (void)::send(p.socket.get(), p.out.data(), p.out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     }
     close(id, fmt::format("refused a connection from {}: {}", p.peer, error.what()));
   }
@@ -162,14 +162,14 @@ void Acceptor::acceptAll() {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       warnLimited(fmt::format("accept failed ({}); pausing the listener for {} ms",
-                              bootstrap::errorText(errno), kFullPause.count()));
+                              net::errorText(errno), kFullPause.count()));
       listenerPausedUntil_ = Clock::now() + kFullPause;
       epoll_event event{};
       event.data.u64 = kListenerId;
-      ::epoll_ctl(epoll_.fd(), EPOLL_CTL_MOD, listener_, &event);
+      ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, listener_, &event);
       return;
     }
-    configureStream(fd);
+    net::configureStream(fd);
     while (pending_.size() >= maxPending_) {
       close(pending_.begin()->first,
             fmt::format("closed the connection from {}: {} handshakes pending (the cap), it "
@@ -177,15 +177,15 @@ void Acceptor::acceptAll() {
                         pending_.begin()->second->peer, maxPending_));
     }
     uint64_t id = nextId_++;
-    auto p = std::make_unique<Pending>(id, Socket(fd), peerName(fd), secret_, policy_.rank,
-                                       Clock::now() + deadline_);
+    auto p = std::make_unique<Pending>(id, net::UniqueFd(fd), net::peerAddress(fd), secret_,
+                                       policy_.rank, Clock::now() + deadline_);
     p->out = std::move(p->auth.output());
     p->auth.output().clear();
     p->events = EPOLLIN | EPOLLRDHUP | EPOLLOUT;
     epoll_event event{};
     event.events = p->events;
     event.data.u64 = id;
-    ::epoll_ctl(epoll_.fd(), EPOLL_CTL_ADD, fd, &event);
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &event);
     pending_.emplace(id, std::move(p));
     serve(id, 0);  // Its hello may be here already.
   }
@@ -197,7 +197,7 @@ bool Acceptor::advance(Pending& p) {
     size_t wanted =
         p.phase == Pending::Phase::kAuth ? p.auth.wanted() : Hello::kBytes - p.hello.size();
     char buffer[bootstrap::kHelloBytes + Hello::kBytes];
-    ssize_t got = ::recv(p.socket.fd(), buffer, std::min(wanted, sizeof buffer), MSG_DONTWAIT);
+    ssize_t got = ::recv(p.socket.get(), buffer, std::min(wanted, sizeof buffer), MSG_DONTWAIT);
     if (got == 0) return false;  // The peer went away: nothing to report.
     if (got < 0) {
       if (errno == EINTR) continue;
@@ -223,7 +223,7 @@ bool Acceptor::advance(Pending& p) {
   }
   if (p.phase == Pending::Phase::kAck && p.out.empty()) {
     // Done: out of this epoll set and over to the network thread.
-    ::epoll_ctl(epoll_.fd(), EPOLL_CTL_DEL, p.socket.fd(), nullptr);
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, p.socket.get(), nullptr);
     onAccepted_(std::move(p.socket), p.accepted, p.peer);
     return false;
   }
@@ -233,14 +233,14 @@ bool Acceptor::advance(Pending& p) {
     epoll_event event{};
     event.events = events;
     event.data.u64 = p.id;
-    if (::epoll_ctl(epoll_.fd(), EPOLL_CTL_MOD, p.socket.fd(), &event) == 0) p.events = events;
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, p.socket.get(), &event) == 0) p.events = events;
   }
   return true;
 }
 
 bool Acceptor::flush(Pending& p) {
   while (!p.out.empty()) {
-    ssize_t sent = ::send(p.socket.fd(), p.out.data(), p.out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t sent = ::send(p.socket.get(), p.out.data(), p.out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent > 0) {
       p.out.erase(0, static_cast<size_t>(sent));
     } else if (sent < 0 && errno == EINTR) {

@@ -30,8 +30,8 @@
 #include <string>
 #include <thread>
 
+#include "common/socket.hpp"
 #include "transport/tcp/handshake.hpp"
-#include "transport/tcp/socket.hpp"
 
 namespace grove::transport::tcp {
 
@@ -40,7 +40,7 @@ class Acceptor {
   /// Called on the acceptor thread with each socket whose handshake succeeded (its hello
   /// accepted and acknowledged) and the peer's address; the socket is non-blocking and out
   /// of this epoll set.
-  using OnAccepted = std::function<void(Socket, const Hello&, const std::string& from)>;
+  using OnAccepted = std::function<void(net::UniqueFd, const Hello&, const std::string& from)>;
 
   /// Starts the thread, which accepts on `listener` (non-blocking, owned by the caller,
   /// open until this object is destroyed) and authenticates with `secret`.
@@ -73,8 +73,8 @@ class Acceptor {
   const size_t maxPending_;
   const std::chrono::milliseconds deadline_;
   const OnAccepted onAccepted_;
-  Socket epoll_;
-  Socket wake_;
+  net::UniqueFd epoll_;
+  net::UniqueFd wake_;
   std::atomic<bool> stopping_{false};
   std::map<uint64_t, std::unique_ptr<Pending>> pending_;  ///< By id: oldest first.
   uint64_t nextId_ = 2;

@@ -21,7 +21,7 @@ constexpr size_t kDiscardChunk = 64 << 10;
 
 }  // namespace
 
-Connection::Connection(Socket socket, int peer, int stream, int streams, Direction direction,
+Connection::Connection(net::UniqueFd socket, int peer, int stream, int streams, Direction direction,
                        size_t slotBytes, LaneLookup lookup, int ranks)
     : socket_(std::move(socket)),
       peer_(peer),
@@ -122,12 +122,12 @@ void Connection::finishFrame() {
 void Connection::finishWriting() {
   if (halfClosed_ || !sealed_ || state_ != State::kOpen) return;
   halfClosed_ = true;
-  ::shutdown(socket_.fd(), SHUT_WR);
+  ::shutdown(socket_.get(), SHUT_WR);
 }
 
 size_t Connection::unacknowledgedBytes() const {
   int bytes = 0;
-  if (::ioctl(socket_.fd(), SIOCOUTQ, &bytes) != 0) return 0;
+  if (::ioctl(socket_.get(), SIOCOUTQ, &bytes) != 0) return 0;
   return static_cast<size_t>(std::max(bytes, 0));
 }
 
@@ -162,7 +162,7 @@ bool Connection::pumpWrite() {
     msghdr message{};
     message.msg_iov = parts;
     message.msg_iovlen = static_cast<size_t>(count);
-    ssize_t sent = ::sendmsg(socket_.fd(), &message, MSG_NOSIGNAL);
+    ssize_t sent = ::sendmsg(socket_.get(), &message, MSG_NOSIGNAL);
     if (sent < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         writable_ = false;
@@ -302,7 +302,7 @@ bool Connection::pumpRead() {
       }
       if (payloadWanted == rest) parts[count++] = {rxHeader_, FrameHeader::kBytes};
     }
-    ssize_t got = ::readv(socket_.fd(), parts, count);
+    ssize_t got = ::readv(socket_.get(), parts, count);
     if (got < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         readable_ = false;

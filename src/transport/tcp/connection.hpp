@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "common/socket.hpp"
 #include "transport/fifo.hpp"
-#include "transport/tcp/socket.hpp"
 #include "transport/tcp/wire.hpp"
 
 namespace grove::transport::tcp {
@@ -42,10 +42,10 @@ class Connection {
 
   /// `ranks`: the communicator's size, to check the origin of an abort notice (0: the
   /// notice's origin is replaced by `peer`).
-  Connection(Socket socket, int peer, int stream, int streams, Direction direction,
+  Connection(net::UniqueFd socket, int peer, int stream, int streams, Direction direction,
              size_t slotBytes, LaneLookup lookup, int ranks = 0);
 
-  int fd() const { return socket_.fd(); }
+  int fd() const { return socket_.get(); }
   int peer() const { return peer_; }
   int stream() const { return stream_; }
   Direction direction() const { return direction_; }
@@ -107,7 +107,7 @@ class Connection {
   /// EOF or a read error: closed after the peer's bye, else broken.
   void endOfStream(std::string unexpected);
 
-  Socket socket_;
+  net::UniqueFd socket_;
   int peer_;
   int stream_;
   int streams_;

@@ -22,19 +22,19 @@ HelloStatus checkHello(const Hello& hello, const HelloPolicy& policy) {
   return HelloStatus::kAccepted;
 }
 
-Socket openConnection(std::string_view address, const Hello& hello, std::string_view secret,
-                      Deadline deadline, const std::atomic<bool>* cancel,
-                      const std::function<void(int)>& onSocket) {
-  Socket socket = dial(address, deadline, cancel);
-  onSocket(socket.fd());
+net::UniqueFd openConnection(std::string_view address, const Hello& hello, std::string_view secret,
+                             net::Deadline deadline, const std::atomic<bool>* cancel,
+                             const std::function<void(int)>& onSocket) {
+  net::UniqueFd socket = net::dial(address, deadline, cancel);
+  onSocket(socket.get());
   std::string role = fmt::format("tcp transport rank {}", hello.src);
-  bootstrap::authenticate(socket.fd(), secret, /*isServer=*/false, role, deadline);
+  bootstrap::authenticate(socket.get(), secret, /*isServer=*/false, role, deadline);
   unsigned char bytes[Hello::kBytes];
   hello.encode(bytes);
   std::string what = fmt::format("hello to rank {} at {}", hello.dst, address);
-  sendAll(socket.fd(), bytes, sizeof bytes, deadline, what, cancel);
+  net::writeExact(socket.get(), bytes, sizeof bytes, deadline, what, cancel);
   unsigned char answer[HelloAck::kBytes];
-  receiveAll(socket.fd(), answer, sizeof answer, deadline, what, cancel);
+  net::readExact(socket.get(), answer, sizeof answer, deadline, what, cancel);
   HelloAck ack = HelloAck::decode(answer);
   if (ack.magic != kHelloMagic) {
     throw Error(ErrorCode::kSystemError,
@@ -54,7 +54,7 @@ constexpr auto kRedialMax = std::chrono::milliseconds(200);
 
 // Sleeps `pause` in short steps unless `*cancel` becomes true; false when it did.
 bool pauseUnlessCancelled(std::chrono::milliseconds pause, const std::atomic<bool>* cancel) {
-  Deadline end = std::chrono::steady_clock::now() + pause;
+  net::Deadline end = std::chrono::steady_clock::now() + pause;
   auto cancelled = [cancel] { return cancel != nullptr && cancel->load(); };
   while (!cancelled() && std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(std::min(pause, std::chrono::milliseconds(5)));
@@ -64,10 +64,11 @@ bool pauseUnlessCancelled(std::chrono::milliseconds pause, const std::atomic<boo
 
 }  // namespace
 
-Socket openConnectionRetrying(std::string_view address, const Hello& hello, std::string_view secret,
-                              Deadline deadline, const std::atomic<bool>* cancel,
-                              const std::function<void(int)>& onSocket,
-                              const std::function<void(const std::string&)>& onRetry) {
+net::UniqueFd openConnectionRetrying(std::string_view address, const Hello& hello,
+                                     std::string_view secret, net::Deadline deadline,
+                                     const std::atomic<bool>* cancel,
+                                     const std::function<void(int)>& onSocket,
+                                     const std::function<void(const std::string&)>& onRetry) {
   for (auto pause = kRedialFirst;; pause = std::min(pause * 2, kRedialMax)) {
     bool connected = false;
     try {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "transport/tcp/socket.hpp"
+#include "common/socket.hpp"
 #include "transport/tcp/wire.hpp"
 
 namespace grove::transport::tcp {
@@ -33,19 +33,20 @@ HelloStatus checkHello(const Hello& hello, const HelloPolicy& policy);
 /// for the acceptance. Throws grove::Error naming the peer on any failure (kInvalidUsage
 /// when the acceptor refuses). `onSocket` is told the descriptor as soon as it exists
 /// (so a shutdown can interrupt the handshake).
-Socket openConnection(std::string_view address, const Hello& hello, std::string_view secret,
-                      Deadline deadline, const std::atomic<bool>* cancel,
-                      const std::function<void(int)>& onSocket);
+net::UniqueFd openConnection(std::string_view address, const Hello& hello, std::string_view secret,
+                             net::Deadline deadline, const std::atomic<bool>* cancel,
+                             const std::function<void(int)>& onSocket);
 
 /// openConnection, tried again after a growing pause (at most 200 ms) while the connection
 /// is closed or reset after it was made and before the acceptance — what the acceptor does
 /// to its oldest pending handshake when a flood fills its cap (acceptor.hpp) — until
 /// `deadline`; `onRetry` is told why before each new try. A refusal, a failed dial or the
 /// deadline end it as openConnection would.
-Socket openConnectionRetrying(std::string_view address, const Hello& hello, std::string_view secret,
-                              Deadline deadline, const std::atomic<bool>* cancel,
-                              const std::function<void(int)>& onSocket,
-                              const std::function<void(const std::string&)>& onRetry);
+net::UniqueFd openConnectionRetrying(std::string_view address, const Hello& hello,
+                                     std::string_view secret, net::Deadline deadline,
+                                     const std::atomic<bool>* cancel,
+                                     const std::function<void(int)>& onSocket,
+                                     const std::function<void(const std::string&)>& onRetry);
 
 /// The acceptor's answer to a received hello.
 struct HelloAnswer {

@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "bootstrap/store.hpp"
+#include "common/socket.hpp"
 #include "transport/fifo.hpp"
 #include "transport/tcp/acceptor.hpp"
 #include "transport/tcp/connection.hpp"
 #include "transport/tcp/handshake.hpp"
-#include "transport/tcp/socket.hpp"
 #include "transport/tcp/tcp_links.hpp"
 
 namespace grove::transport::tcp {
@@ -55,7 +55,7 @@ struct Helper {
 
 /// A connection whose handshake finished, waiting for the network thread.
 struct Handoff {
-  Socket socket;
+  net::UniqueFd socket;
   int peer;
   int stream;
   Connection::Direction direction;
@@ -76,9 +76,9 @@ struct LinksState {
   const TcpOptions options;
   Doorbell& rankBell;
   Doorbell netBell;
-  Socket eventFd;
-  Socket epoll;
-  Socket listener;
+  net::UniqueFd eventFd;
+  net::UniqueFd epoll;
+  net::UniqueFd listener;
   std::string address;
   HelloPolicy policy;
   std::vector<bool> isRemote;  ///< By rank.
@@ -152,7 +152,7 @@ struct LinksState {
   void startDial(int peer, int stream, std::string peerAddress);
   /// Starts the acceptor thread on `listener`.
   void startAcceptor();
-  void handOff(Socket socket, int peer, int stream, Connection::Direction direction);
+  void handOff(net::UniqueFd socket, int peer, int stream, Connection::Direction direction);
   /// Joins helpers that finished (network thread, from time to time).
   void reapHelpers();
 };

@@ -43,7 +43,7 @@ class NetworkLoop {
   explicit NetworkLoop(LinksState& state) : s_(state) {}
 
   void run() {
-    watch(s_.eventFd.fd(), EPOLLIN, &kEventTag);
+    watch(s_.eventFd.get(), EPOLLIN, &kEventTag);
     Clock::time_point lastProgress = Clock::now();
     epoll_event events[64];
     for (;;) {
@@ -65,7 +65,7 @@ class NetworkLoop {
       } else {
         ::sched_yield();  // polling, but let the ranks run first on an oversubscribed host
       }
-      int count = ::epoll_wait(s_.epoll.fd(), events, 64, timeoutMs);
+      int count = ::epoll_wait(s_.epoll.get(), events, 64, timeoutMs);
       cancelSleep(s_.netBell);
       for (int i = 0; i < std::max(count, 0); ++i) dispatch(events[i]);
     }
@@ -77,13 +77,13 @@ class NetworkLoop {
     epoll_event event{};
     event.events = events;
     event.data.ptr = tag;
-    ::epoll_ctl(s_.epoll.fd(), EPOLL_CTL_ADD, fd, &event);
+    ::epoll_ctl(s_.epoll.get(), EPOLL_CTL_ADD, fd, &event);
   }
 
   void dispatch(const epoll_event& event) {
     if (event.data.ptr == &kEventTag) {
       uint64_t value = 0;
-      while (::read(s_.eventFd.fd(), &value, sizeof value) > 0) {
+      while (::read(s_.eventFd.get(), &value, sizeof value) > 0) {
       }
     } else {
       auto* connection = static_cast<Connection*>(event.data.ptr);
@@ -204,7 +204,7 @@ class NetworkLoop {
   }
 
   void retire(Connection& connection) {
-    ::epoll_ctl(s_.epoll.fd(), EPOLL_CTL_DEL, connection.fd(), nullptr);
+    ::epoll_ctl(s_.epoll.get(), EPOLL_CTL_DEL, connection.fd(), nullptr);
     std::pair key{connection.peer(), connection.stream()};
     bool outgoing = connection.direction() == Connection::Direction::kOutgoing;
     (outgoing ? outgoing_ : incoming_).erase(key);

@@ -99,14 +99,14 @@ LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Door
   failures.resize(static_cast<size_t>(o.size));
   policy = HelloPolicy{o.rank, o.remoteRanks, o.socketsPerPeer, o.geometry.slotBytes};
 
-  eventFd = Socket(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  epoll = Socket(::epoll_create1(EPOLL_CLOEXEC));
+  eventFd = net::UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  epoll = net::UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
   if (!eventFd.valid() || !epoll.valid()) {
     throw Error(
         ErrorCode::kSystemError,
         fmt::format("TcpLinks rank {}: eventfd/epoll_create1 failed (errno {})", o.rank, errno));
   }
-  attachEventFd(netBell, eventFd.fd());
+  attachEventFd(netBell, eventFd.get());
   if (!o.linkAddresses.empty() && o.linkAddresses.size() != static_cast<size_t>(o.size)) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("TcpLinks: rank {}: {} link addresses for {} ranks (expected none "
@@ -118,9 +118,11 @@ LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Door
   InterfaceChoice choice = chooseInterface(o.interfaces, o.rank);
   // Peers dial the topology's per-link addresses: accept on all of them (the wildcard).
   const bool v6 = choice.address.find(':') != std::string::npos;
-  auto [socket, port] = listenOn(perLink ? (v6 ? "::" : "0.0.0.0") : choice.address);
-  listener = std::move(socket);
-  address = formatHostPort(choice.address, port);
+  uint16_t port = 0;
+  listener =
+      net::listenOn(perLink ? (v6 ? "::" : "0.0.0.0") : choice.address, 0, &port, "TCP transport");
+  net::setNonBlocking(listener.get());
+  address = net::formatHostPort(choice.address, port);
   log::info(o.rank, "TCP transport listens on {} ({}){}", address, choice.name,
             perLink ? fmt::format(" and on every local address (port {}): the topology gives "
                                   "per-link addresses",
@@ -133,8 +135,8 @@ std::string LinksState::dialAddress(int peer, const std::string& published) cons
   const std::string& link = options.linkAddresses[static_cast<size_t>(peer)];
   std::string chosen = published;
   if (!link.empty()) {
-    auto [host, port] = parseHostPort(published);
-    chosen = formatHostPort(link, port);
+    chosen =
+        net::formatHostPort(link, net::parseHostPort(published, "a published TCP address").port);
   }
   log::info(options.rank, "TCP transport: rank {} via {} ({})", peer, chosen,
             link.empty() ? "published address: the topology names no link of its own"
@@ -214,7 +216,8 @@ void LinksState::reapHelpers() {
   for (Helper& helper : finished) helper.thread.join();
 }
 
-void LinksState::handOff(Socket socket, int peer, int stream, Connection::Direction direction) {
+void LinksState::handOff(net::UniqueFd socket, int peer, int stream,
+                         Connection::Direction direction) {
   {
     std::lock_guard lock(mutex);
     handoffs.push_back(Handoff{std::move(socket), peer, stream, direction});
@@ -229,8 +232,8 @@ void LinksState::startDial(int peer, int stream, std::string peerAddress) {
     hello.src = static_cast<uint32_t>(options.rank);
     hello.dst = static_cast<uint32_t>(peer);
     hello.slotBytes = options.geometry.slotBytes;
-    Deadline deadline = std::chrono::steady_clock::now() + options.timeout;
-    Socket socket;
+    net::Deadline deadline = std::chrono::steady_clock::now() + options.timeout;
+    net::UniqueFd socket;
     try {
       auto onRetry = [&](const std::string& why) {
         setHelperFd(helper, -1);
@@ -256,13 +259,13 @@ void LinksState::startDial(int peer, int stream, std::string peerAddress) {
 }
 
 void LinksState::startAcceptor() {
-  auto onAccepted = [this](Socket socket, const Hello& hello, const std::string& from) {
+  auto onAccepted = [this](net::UniqueFd socket, const Hello& hello, const std::string& from) {
     log::info(options.rank, "TCP transport: accepted rank {} (stream {}) from {}", hello.src,
               hello.stream, from);
     handOff(std::move(socket), static_cast<int>(hello.src), hello.stream,
             Connection::Direction::kIncoming);
   };
-  acceptor = std::make_unique<Acceptor>(listener.fd(), policy, options.secret,
+  acceptor = std::make_unique<Acceptor>(listener.get(), policy, options.secret,
                                         TcpLinks::kMaxPendingHandshakes, options.handshakeTimeout,
                                         std::move(onAccepted));
 }

@@ -1,5 +1,5 @@
-// Socket helpers with deadlines (see socket.hpp for why they exist).
-#include "bootstrap/socket.hpp"
+// The socket module (see socket.hpp for why it looks as it does).
+#include "common/socket.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -21,7 +22,7 @@
 
 #include "grove/error.hpp"
 
-namespace grove::bootstrap {
+namespace grove::net {
 namespace {
 
 [[noreturn]] void throwSystem(std::string message, int error) {
@@ -29,8 +30,11 @@ namespace {
 }
 
 // One non-blocking connect attempt to one resolved address, waiting up to `deadline`.
-// Returns the connected socket, or an invalid one with `*error` set.
-UniqueFd tryConnect(const addrinfo& address, Clock::time_point deadline, std::string* error) {
+// Returns the connected socket (TCP_NODELAY set), or an invalid one with `*error` set and
+// `*timedOut` telling whether the deadline ended the attempt.
+UniqueFd tryConnect(const addrinfo& address, Deadline deadline, const std::atomic<bool>* cancel,
+                    std::string_view what, std::string* error, bool* timedOut) {
+  *timedOut = false;
   UniqueFd fd(socket(address.ai_family, address.ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
                      address.ai_protocol));
   if (!fd.valid()) {
@@ -43,8 +47,9 @@ UniqueFd tryConnect(const addrinfo& address, Clock::time_point deadline, std::st
     return UniqueFd();
   }
   if (rc != 0) {
-    if (!waitForFd(fd.get(), POLLOUT, deadline)) {
+    if (!waitForFd(fd.get(), POLLOUT, deadline, cancel, what)) {
       *error = "connection attempt timed out";
+      *timedOut = true;
       return UniqueFd();
     }
     int soError = 0;
@@ -115,7 +120,7 @@ std::string formatHostPort(std::string_view host, uint16_t port) {
   return fmt::format("{}:{}", host, port);
 }
 
-int pollTimeoutMs(Clock::time_point deadline) {
+int pollTimeoutMs(Deadline deadline) {
   if (deadline == Clock::time_point::max()) return -1;
   auto now = Clock::now();
   if (deadline <= now) return 0;
@@ -123,20 +128,31 @@ int pollTimeoutMs(Clock::time_point deadline) {
   return static_cast<int>(std::min<int64_t>(ms, 1'000'000'000));
 }
 
-bool waitForFd(int fd, short events, Clock::time_point deadline) {
+bool waitForFd(int fd, short events, Deadline deadline, const std::atomic<bool>* cancel,
+               std::string_view what) {
+  // With a cancel flag, poll in slices short enough that a closing transport is not kept
+  // waiting.
+  constexpr int kCancelSliceMs = 100;
   while (true) {
+    if (cancel != nullptr && cancel->load()) {
+      throw Error(ErrorCode::kSystemError, fmt::format("{}: cancelled", what));
+    }
+    int timeoutMs = pollTimeoutMs(deadline);
+    if (cancel != nullptr && (timeoutMs < 0 || timeoutMs > kCancelSliceMs)) {
+      timeoutMs = kCancelSliceMs;
+    }
     pollfd entry{fd, events, 0};
-    int rc = ::poll(&entry, 1, pollTimeoutMs(deadline));
+    int rc = ::poll(&entry, 1, timeoutMs);
     if (rc > 0) return true;
     if (rc == 0) {
       if (Clock::now() >= deadline) return false;
       continue;
     }
-    if (errno != EINTR) throwSystem("poll", errno);
+    if (errno != EINTR) throwSystem(fmt::format("{}: poll", what), errno);
   }
 }
 
-UniqueFd connectWithRetry(const std::string& host, uint16_t port, Clock::time_point deadline,
+UniqueFd connectWithRetry(const std::string& host, uint16_t port, Deadline deadline,
                           std::string_view what) {
   std::string lastError = "no attempt made";
   auto backoff = std::chrono::milliseconds(10);
@@ -159,7 +175,8 @@ UniqueFd connectWithRetry(const std::string& host, uint16_t port, Clock::time_po
       for (addrinfo* a = list; a != nullptr; a = a->ai_next) {
         // One address may not use up the whole deadline when others could answer.
         auto attemptDeadline = std::min(deadline, Clock::now() + std::chrono::seconds(10));
-        UniqueFd fd = tryConnect(*a, attemptDeadline, &lastError);
+        bool timedOut = false;
+        UniqueFd fd = tryConnect(*a, attemptDeadline, nullptr, what, &lastError, &timedOut);
         if (fd.valid()) {
           freeaddrinfo(list);
           return fd;
@@ -254,7 +271,8 @@ UniqueFd listenOn(const std::string& host, uint16_t port, uint16_t* boundPort,
                           describeHost(host), errorText(error), hint));
 }
 
-void readExact(int fd, void* data, size_t size, Clock::time_point deadline, std::string_view what) {
+void readExact(int fd, void* data, size_t size, Deadline deadline, std::string_view what,
+               const std::atomic<bool>* cancel) {
   auto* bytes = static_cast<char*>(data);
   size_t done = 0;
   while (done < size) {
@@ -266,7 +284,7 @@ void readExact(int fd, void* data, size_t size, Clock::time_point deadline, std:
                   fmt::format("{}: the peer closed the connection ({} of {} bytes read)", what,
                               done, size));
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!waitForFd(fd, POLLIN, deadline)) {
+      if (!waitForFd(fd, POLLIN, deadline, cancel, what)) {
         throw Error(ErrorCode::kTimeout,
                     fmt::format("{}: timed out waiting for the peer ({} of {} bytes read)", what,
                                 done, size));
@@ -277,8 +295,8 @@ void readExact(int fd, void* data, size_t size, Clock::time_point deadline, std:
   }
 }
 
-void writeExact(int fd, const void* data, size_t size, Clock::time_point deadline,
-                std::string_view what) {
+void writeExact(int fd, const void* data, size_t size, Deadline deadline, std::string_view what,
+                const std::atomic<bool>* cancel) {
   const auto* bytes = static_cast<const char*>(data);
   size_t done = 0;
   while (done < size) {
@@ -286,7 +304,7 @@ void writeExact(int fd, const void* data, size_t size, Clock::time_point deadlin
     if (n >= 0) {
       done += static_cast<size_t>(n);
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!waitForFd(fd, POLLOUT, deadline)) {
+      if (!waitForFd(fd, POLLOUT, deadline, cancel, what)) {
         throw Error(ErrorCode::kTimeout,
                     fmt::format("{}: timed out waiting for the peer to accept data ({} of {} "
                                 "bytes written)",
@@ -303,6 +321,51 @@ void setNonBlocking(int fd) {
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
     throwSystem("fcntl(O_NONBLOCK)", errno);
   }
+}
+
+void configureStream(int fd) {
+  setNonBlocking(fd);
+  int one = 1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) {
+    throwSystem("setsockopt(TCP_NODELAY)", errno);
+  }
+}
+
+UniqueFd dial(std::string_view hostPort, Deadline deadline, const std::atomic<bool>* cancel) {
+  const HostPort address = parseHostPort(hostPort, "TCP address");
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* list = nullptr;
+  const std::string service = std::to_string(address.port);
+  if (int rc = getaddrinfo(address.host.c_str(), service.c_str(), &hints, &list);
+      rc != 0 || list == nullptr) {
+    throw Error(ErrorCode::kSystemError,
+                fmt::format("cannot resolve '{}': {}", address.host, gai_strerror(rc)));
+  }
+  const std::string what = fmt::format("connecting to {}", hostPort);
+  std::string failure = "no address to try";
+  for (addrinfo* entry = list; entry != nullptr; entry = entry->ai_next) {
+    bool timedOut = false;
+    UniqueFd fd;
+    try {
+      fd = tryConnect(*entry, deadline, cancel, what, &failure, &timedOut);
+    } catch (...) {
+      freeaddrinfo(list);
+      throw;
+    }
+    if (timedOut) {
+      freeaddrinfo(list);
+      throw Error(ErrorCode::kTimeout, fmt::format("{}: timed out", what));
+    }
+    if (fd.valid()) {
+      freeaddrinfo(list);
+      return fd;
+    }
+  }
+  freeaddrinfo(list);
+  throw Error(ErrorCode::kSystemError, fmt::format("cannot connect to {}: {}", hostPort, failure));
 }
 
 std::string peerAddress(int fd) {
@@ -323,4 +386,4 @@ std::string peerAddress(int fd) {
   return formatHostPort(host, static_cast<uint16_t>(port));
 }
 
-}  // namespace grove::bootstrap
+}  // namespace grove::net
