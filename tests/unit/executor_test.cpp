@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -200,6 +201,7 @@ TEST(Executor, RingAllReduceOnThreeRanks) {
 }
 
 TEST(Executor, EveryPlanAllReduceWithoutTopology) {
+  std::set<std::string> ran;
   for (const algo::Algorithm& algorithm : algo::algorithms()) {
     if (algorithm.collective != plan::Collective::kAllReduce) continue;
     for (int n : {2, 3, 5}) {
@@ -207,7 +209,11 @@ TEST(Executor, EveryPlanAllReduceWithoutTopology) {
       std::string why;
       if (!algorithm.applies(request, &why)) continue;
       expectAllReduce(algorithm, n, 37, 5);
+      ran.insert(std::string(algorithm.name));
     }
+  }
+  for (const char* name : {"ring", "recursive_doubling", "one_shot", "double_binary_tree"}) {
+    EXPECT_EQ(ran.count(name), 1u) << name;
   }
 }
 
