@@ -7,8 +7,10 @@
 // chunksPerBlock = 1, and ⊕ on tokens is idempotent set union). Messages carry Values through
 // FIFOs keyed (src rank, dst rank, lane) of `fifoDepth` slots. Steps fire whenever they can
 // (their `after` step done for the same tile, a message waiting, a free slot); when none can
-// and some remain, the plans deadlock. In place, aliased Input and Output chunks are one
-// storage cell, so overwriting input that is still needed shows up as wrong contributions.
+// and some remain, the plans deadlock. Channels walk their steps tile after tile with the
+// executor's cursor (plan/cursor.hpp), every chunk being one symbol per replayed tile. In
+// place, aliased Input and Output chunks are one storage cell, so overwriting input that is
+// still needed shows up as wrong contributions.
 //
 // Channels of one rank run concurrently, so two steps of different channels touching the
 // same chunk must be ordered by a happens-before path (program order, `after`, messages).
