@@ -36,19 +36,15 @@ void Execution::start(const BoundPlan& plan, const CallBuffers& buffers) {
   tagged_ = buffers.tag.call != 0;
   cursors_.assign(plan.channels.size(), Cursor{});
   remainingChannels_ = 0;
+  const auto chunkLength = [this](const BoundStep& bound) { return messageLength(bound.step); };
   for (size_t c = 0; c < plan.channels.size(); ++c) {
-    uint64_t tiles = 0;
-    for (const BoundStep& bound : plan.channels[c]) {
-      tiles = std::max<uint64_t>(tiles, messagesFor(messageLength(bound.step), buffers.tileElems));
-    }
-    cursors_[c].tiles = tiles;
-    if (tiles > 0) ++remainingChannels_;
+    cursors_[c].tiles = plan::channelTiles(plan.channels[c], chunkLength, buffers.tileElems);
+    if (!cursors_[c].done()) ++remainingChannels_;
   }
 }
 
 size_t Execution::messageLength(const plan::Step& step) const {
-  bool fromSrc = step.op == OpKind::kSend || step.op == OpKind::kRecvReduceSend;
-  const plan::ChunkRef& ref = fromSrc ? step.src : step.dst;
+  const plan::ChunkRef& ref = plan::messageChunk(step);
   const BufferView& view = ref.buffer == plan::BufferKind::kInput    ? buffers_.input
                            : ref.buffer == plan::BufferKind::kOutput ? buffers_.output
                                                                      : buffers_.scratch;
@@ -59,30 +55,23 @@ char* Execution::address(const plan::ChunkRef& ref, uint64_t tile, size_t* eleme
   const BufferView& view = ref.buffer == plan::BufferKind::kInput    ? buffers_.input
                            : ref.buffer == plan::BufferKind::kOutput ? buffers_.output
                                                                      : buffers_.scratch;
-  Extent extent = view.chunk(ref.chunk);
-  size_t begin = std::min<size_t>(tile * buffers_.tileElems, extent.length);
-  *elements = std::min(buffers_.tileElems, extent.length - begin);
+  const Extent extent = view.chunk(ref.chunk);
+  const plan::TileSpan span = plan::tileSpan(extent.length, tile, buffers_.tileElems);
+  *elements = span.length;
   if (view.base == nullptr) return nullptr;
-  return view.base + (extent.offset + begin) * elementBytes_;
-}
-
-bool Execution::dependencyMet(const plan::StepRef& after, uint64_t tile) const {
-  const Cursor& other = cursors_[after.channel];
-  if (other.tile >= other.tiles) return true;
-  return other.tile > tile ||
-         (other.tile == tile && other.step > static_cast<uint32_t>(after.step));
+  return view.base + (extent.offset + span.begin) * elementBytes_;
 }
 
 Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
   const plan::Step& step = bound.step;
-  if (tile >= messagesFor(messageLength(step), buffers_.tileElems)) return StepResult::kFired;
+  if (!plan::exchangesOn(messageLength(step), tile, buffers_.tileElems)) return StepResult::kFired;
 
   size_t srcElems = 0;
   size_t dstElems = 0;
   char* src = plan::readsSrc(step.op) ? address(step.src, tile, &srcElems) : nullptr;
   char* dst = plan::writesDst(step.op) ? address(step.dst, tile, &dstElems) : nullptr;
-  bool fromSrc = step.op == OpKind::kSend || step.op == OpKind::kRecvReduceSend;
-  size_t elements = fromSrc ? srcElems : dstElems;
+  // The message carries the tile of the chunk that sets the step's message count.
+  size_t elements = &plan::messageChunk(step) == &step.src ? srcElems : dstElems;
   if (plan::readsSrc(step.op) && plan::writesDst(step.op) && srcElems != dstElems) {
     error_ = fmt::format("plan step {} reads {} elements but writes {}", plan::toString(step.op),
                          srcElems, dstElems);
@@ -175,16 +164,19 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
 Progress Execution::advance() {
   if (remainingChannels_ == 0) return Progress::kDone;
   bool moved = false;
+  const auto cursorOf = [this](int32_t channel) -> const plan::ChannelCursor& {
+    return cursors_[static_cast<size_t>(channel)];
+  };
   for (size_t c = 0; c < cursors_.size(); ++c) {
     Cursor& cursor = cursors_[c];
     const std::vector<BoundStep>& steps = plan_->channels[c];
-    while (cursor.tile < cursor.tiles) {
+    while (!cursor.done()) {
       const BoundStep& bound = steps[cursor.step];
       if (buffers_.trace != nullptr) {
         cursor.attemptNs = traceNowNs();
         if (cursor.readyNs == 0) cursor.readyNs = cursor.attemptNs;
       }
-      if (bound.step.after.channel >= 0 && !dependencyMet(bound.step.after, cursor.tile)) break;
+      if (!plan::dependencyMet(bound.step, cursor.tile, cursorOf)) break;
       StepResult result = fire(bound, cursor.tile);
       if (result == StepResult::kBlocked) break;
       if (buffers_.trace != nullptr && result == StepResult::kFired) {
@@ -195,10 +187,7 @@ Progress Execution::advance() {
         return Progress::kFailed;
       }
       moved = true;
-      if (++cursor.step == steps.size()) {
-        cursor.step = 0;
-        if (++cursor.tile == cursor.tiles) --remainingChannels_;
-      }
+      if (cursor.next(steps.size())) --remainingChannels_;
     }
   }
   if (remainingChannels_ == 0) return Progress::kDone;
@@ -207,15 +196,14 @@ Progress Execution::advance() {
 
 void Execution::traceFired(size_t channel, Cursor& cursor, const plan::Step& step) {
   const size_t length = messageLength(step);
-  if (cursor.tile < messagesFor(length, buffers_.tileElems)) {
+  if (plan::exchangesOn(length, cursor.tile, buffers_.tileElems)) {
     StepRecord record;
     record.endNs = traceNowNs();
     record.readyNs = cursor.readyNs;
     record.attemptNs = cursor.attemptNs;
     record.sequence = buffers_.sequence;
     record.tile = cursor.tile;
-    const size_t begin = std::min<size_t>(cursor.tile * buffers_.tileElems, length);
-    record.bytes = std::min(buffers_.tileElems, length - begin) * elementBytes_;
+    record.bytes = plan::tileSpan(length, cursor.tile, buffers_.tileElems).length * elementBytes_;
     record.channel = static_cast<int32_t>(channel);
     record.step = static_cast<int32_t>(cursor.step);
     record.recvPeer = plan::receives(step.op) ? step.recvPeer : -1;
@@ -230,7 +218,7 @@ void Execution::traceFired(size_t channel, Cursor& cursor, const plan::Step& ste
 WaitPoint Execution::waitPoint() const {
   for (size_t c = 0; c < cursors_.size(); ++c) {
     const Cursor& cursor = cursors_[c];
-    if (cursor.tile >= cursor.tiles) continue;
+    if (cursor.done()) continue;
     const plan::Step& step = plan_->channels[c][cursor.step].step;
     WaitPoint point{static_cast<int>(c), static_cast<int>(cursor.step), cursor.tile, -1, false};
     if (plan::receives(step.op)) {

@@ -17,6 +17,7 @@
 #include "exec/trace_buffer.hpp"
 #include "grove/error.hpp"
 #include "grove/types.hpp"
+#include "plan/cursor.hpp"
 #include "plan/plan.hpp"
 #include "transport/transport.hpp"
 
@@ -92,10 +93,8 @@ class Execution {
   WaitPoint waitPoint() const;
 
  private:
-  struct Cursor {
-    uint64_t tile = 0;
-    uint32_t step = 0;
-    uint64_t tiles = 0;  ///< Tiles this channel repeats its steps for.
+  // A channel's place in the plan (plan/cursor.hpp) and its trace stamps.
+  struct Cursor : plan::ChannelCursor {
     // Tracing only: when the current step became current (0: not yet stamped) and when the
     // latest attempt to fire it began.
     int64_t readyNs = 0;
@@ -104,7 +103,6 @@ class Execution {
   enum class StepResult { kFired, kBlocked, kFailed };
 
   StepResult fire(const BoundStep& bound, uint64_t tile);
-  bool dependencyMet(const plan::StepRef& after, uint64_t tile) const;
   void traceFired(size_t channel, Cursor& cursor, const plan::Step& step);
   size_t messageLength(const plan::Step& step) const;
   char* address(const plan::ChunkRef& ref, uint64_t tile, size_t* elements) const;

@@ -34,10 +34,4 @@ struct BufferView {
   }
 };
 
-/// Number of messages a step moving a chunk of `length` elements exchanges with tiles of
-/// `tileElems`: one per tile, and one (empty) when the chunk is empty.
-inline size_t messagesFor(size_t length, size_t tileElems) {
-  return length == 0 ? 1 : (length + tileElems - 1) / tileElems;
-}
-
 }  // namespace grove::exec

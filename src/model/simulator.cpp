@@ -1,10 +1,8 @@
 // The simulator: an event-driven replay of every rank's plan over the topology's links.
 //
-// It follows the executor's rules exactly, so that what it predicts is what runs: every
-// channel has a cursor over (tile, step), repeating its step list once per tile for as many
-// tiles as its longest chunk needs; a step exchanges one message per tile of its chunk and
-// one (empty) message when the chunk is empty, and is skipped, in no time, on tiles past its
-// chunk's end; a step waits for the `after` step of another channel to finish the same tile.
+// It walks every channel with the executor's own cursor (plan/cursor.hpp: tiles, step order,
+// messages per tile, `after`), so that what it predicts is what runs; a step is skipped, in
+// no time, on tiles past its chunk's end.
 //
 // The time model, in one place:
 // * A step fires when its message has been delivered (receiving kinds), its outgoing FIFO
@@ -37,6 +35,7 @@
 #include "exec/layout.hpp"
 #include "grove/error.hpp"
 #include "model/wire.hpp"
+#include "plan/cursor.hpp"
 
 namespace grove::model {
 namespace {
@@ -63,8 +62,7 @@ struct Connection {
 struct StepInfo {
   const plan::Step* step = nullptr;
   size_t length = 0;  // Elements of the chunk its messages carry.
-  uint64_t messages = 0;
-  int recv = -1;  // Connection index.
+  int recv = -1;      // Connection index.
   int send = -1;
   double workUsPerElement = 0;
 };
@@ -74,9 +72,7 @@ struct ChannelState {
   int index = 0;  // Channel index within its rank's plan.
   int first = 0;  // Index of the rank's channel 0 in the global channel list.
   std::vector<StepInfo> steps;
-  uint64_t tiles = 0;
-  uint64_t tile = 0;
-  uint32_t step = 0;
+  plan::ChannelCursor cursor;
   bool busy = false;
   bool queued = false;
   double finishedUs = 0;
@@ -139,11 +135,11 @@ class Replay {
     }
     double end = 0;
     for (const ChannelState& ch : channels_) {
-      if (ch.tile < ch.tiles) {
+      if (!ch.cursor.done()) {
         throw Error(ErrorCode::kInvalidArgument,
                     fmt::format("simulate: the plans deadlock: rank {} channel {} waits at step "
                                 "{} of tile {}",
-                                ch.rank, ch.index, ch.step, ch.tile));
+                                ch.rank, ch.index, ch.cursor.step, ch.cursor.tile));
       }
       end = std::max(end, ch.finishedUs);
     }
@@ -166,10 +162,7 @@ class Replay {
         const plan::Step& step = plan.channels[c].steps[s];
         StepInfo& info = ch.steps.emplace_back();
         info.step = &step;
-        const bool fromSrc = step.op == OpKind::kSend || step.op == OpKind::kRecvReduceSend;
-        info.length = view.chunk((fromSrc ? step.src : step.dst).chunk).length;
-        info.messages = exec::messagesFor(info.length, tileElems_);
-        ch.tiles = std::max(ch.tiles, info.messages);
+        info.length = view.chunk(plan::messageChunk(step).chunk).length;
         const auto where = [&] {
           return fmt::format("rank {} channel {} step {}", plan.rank, c, s);
         };
@@ -190,6 +183,8 @@ class Replay {
                                   where(), step.after.channel, step.after.step));
         }
       }
+      ch.cursor.tiles = plan::channelTiles(
+          ch.steps, [](const StepInfo& info) { return info.length; }, tileElems_);
     }
   }
 
@@ -235,38 +230,34 @@ class Replay {
     waiters.clear();
   }
 
-  bool dependencyMet(const ChannelState& ch, const plan::StepRef& after) const {
-    const ChannelState& other = channels_[static_cast<size_t>(ch.first + after.channel)];
-    if (other.tile >= other.tiles) return true;
-    return other.tile > ch.tile ||
-           (other.tile == ch.tile && other.step > static_cast<uint32_t>(after.step));
+  bool dependencyMet(const ChannelState& ch, const plan::Step& step) const {
+    return plan::dependencyMet(step, ch.cursor.tile,
+                               [&](int32_t channel) -> const plan::ChannelCursor& {
+                                 return channels_[static_cast<size_t>(ch.first + channel)].cursor;
+                               });
   }
 
   void moveCursor(int c) {
     ChannelState& ch = channels_[c];
-    if (++ch.step == ch.steps.size()) {
-      ch.step = 0;
-      if (++ch.tile == ch.tiles) ch.finishedUs = now_;
-    }
+    if (ch.cursor.next(ch.steps.size())) ch.finishedUs = now_;
     wakeAll(ch.dependents);
   }
 
   // Fires the channel's steps until one blocks or takes time.
   void advance(int c) {
     ChannelState& ch = channels_[c];
-    while (!ch.busy && ch.tile < ch.tiles) {
-      const StepInfo& info = ch.steps[ch.step];
+    while (!ch.busy && !ch.cursor.done()) {
+      const StepInfo& info = ch.steps[ch.cursor.step];
       const plan::Step& step = *info.step;
-      if (step.after.channel >= 0 && !dependencyMet(ch, step.after)) {
+      if (!dependencyMet(ch, step)) {
         channels_[static_cast<size_t>(ch.first + step.after.channel)].dependents.push_back(c);
         return;
       }
-      if (ch.tile >= info.messages) {
+      if (!plan::exchangesOn(info.length, ch.cursor.tile, tileElems_)) {
         moveCursor(c);
         continue;
       }
-      const size_t begin = std::min<size_t>(ch.tile * tileElems_, info.length);
-      const size_t elements = std::min(tileElems_, info.length - begin);
+      const size_t elements = plan::tileSpan(info.length, ch.cursor.tile, tileElems_).length;
       const size_t bytes = elements * elementBytes_;
       if (info.recv >= 0) {
         Connection& in = connections_[info.recv];
@@ -278,7 +269,7 @@ class Replay {
           throw Error(ErrorCode::kInvalidArgument,
                       fmt::format("simulate: rank {} channel {} step {} tile {} expects {} bytes "
                                   "from rank {} but the message has {}",
-                                  ch.rank, ch.index, ch.step, ch.tile, bytes, in.from,
+                                  ch.rank, ch.index, ch.cursor.step, ch.cursor.tile, bytes, in.from,
                                   in.delivered.front()));
         }
       }
@@ -300,7 +291,7 @@ class Replay {
 
   void complete(int c) {
     ChannelState& ch = channels_[c];
-    const StepInfo& info = ch.steps[ch.step];
+    const StepInfo& info = ch.steps[ch.cursor.step];
     ch.busy = false;
     if (info.recv >= 0) {
       Connection& in = connections_[info.recv];
@@ -308,8 +299,8 @@ class Replay {
       wakeAll(in.waiters);
     }
     if (info.send >= 0) {
-      const size_t begin = std::min<size_t>(ch.tile * tileElems_, info.length);
-      const size_t bytes = std::min(tileElems_, info.length - begin) * elementBytes_;
+      const size_t bytes =
+          plan::tileSpan(info.length, ch.cursor.tile, tileElems_).length * elementBytes_;
       Connection& out = connections_[info.send];
       out.wire.push_back(bytes);
       for (int arc : out.route) arcBytes_[static_cast<size_t>(arc)] += static_cast<double>(bytes);

@@ -16,7 +16,7 @@
 namespace grove::plan {
 namespace verifier_model {
 
-void Replay::checkFifosEmpty() const {
+Status Replay::checkFifosEmpty() const {
   const Message* first = nullptr;
   uint64_t firstKey = 0;
   for (const auto& [key, fifo] : fifos_) {
@@ -25,18 +25,18 @@ void Replay::checkFifosEmpty() const {
       firstKey = key;
     }
   }
-  if (first == nullptr) return;
+  if (first == nullptr) return Status::passed();
   const auto lane = static_cast<uint16_t>(firstKey & 0xffff);
   const auto from = static_cast<int>((firstKey >> 16) / static_cast<uint64_t>(nranks_));
   const auto to = static_cast<int>((firstKey >> 16) % static_cast<uint64_t>(nranks_));
-  throw Failure{
+  return Status::failed(
       fmt::format("unmatched send: {} sent a message to rank {} on lane {} that no step of rank {} "
                   "receives ({} message(s) left on that connection)",
                   where(from, first->channel, static_cast<uint32_t>(first->step), first->tile), to,
-                  lane, to, fifos_.at(firstKey).size())};
+                  lane, to, fifos_.at(firstKey).size()));
 }
 
-void Replay::checkOutputs() const {
+Status Replay::checkOutputs() const {
   for (int r = 0; r < nranks_; ++r) {
     const Plan& p = plans_[r];
     const RankState& st = state_[r];
@@ -55,8 +55,8 @@ void Replay::checkOutputs() const {
                                toText(stepAt(r, wc, static_cast<uint32_t>(access.writerStep))));
         }
         if (!value.defined) {
-          throw Failure{
-              fmt::format("{} was never written; expected {}", name, describe(expected.items))};
+          return Status::failed(
+              fmt::format("{} was never written; expected {}", name, describe(expected.items)));
         }
         if (expected.kind == Expectation::Kind::kEveryRank) {
           std::vector<bool> present(static_cast<size_t>(nranks_));
@@ -65,8 +65,8 @@ void Replay::checkOutputs() const {
           }
           for (int q = 0; q < nranks_; ++q) {
             if (!present[static_cast<size_t>(q)]) {
-              throw Failure{fmt::format("{} lacks the token of rank {}: holds {}{}", name, q,
-                                        describe(value.items), writer)};
+              return Status::failed(fmt::format("{} lacks the token of rank {}: holds {}{}", name,
+                                                q, describe(value.items), writer));
             }
           }
           continue;
@@ -81,18 +81,20 @@ void Replay::checkOutputs() const {
           std::string detail;
           if (!missing.empty()) detail += "; missing contribution(s) " + describe(missing, 4);
           if (!extra.empty()) detail += "; unexpected contribution(s) " + describe(extra, 4);
-          throw Failure{fmt::format("{} holds {}, expected {}{}{}", name, describe(value.items),
-                                    describe(expected.items), detail, writer)};
+          return Status::failed(fmt::format("{} holds {}, expected {}{}{}", name,
+                                            describe(value.items), describe(expected.items), detail,
+                                            writer));
         }
         if (expected.finalized && !value.finalized) {
-          throw Failure{
+          return Status::failed(
               fmt::format("{} holds every contribution but was never finalized: mark "
                           "the step that completes it with finalize{}",
-                          name, writer)};
+                          name, writer));
         }
       }
     }
   }
+  return Status::passed();
 }
 
 }  // namespace verifier_model
@@ -100,14 +102,11 @@ void Replay::checkOutputs() const {
 VerifyResult verify(const std::vector<Plan>& plans, const VerifyOptions& options) {
   if (std::string error = verifier_model::checkStructure(plans, options); !error.empty())
     return {false, error};
-  try {
-    verifier_model::Replay replay(plans, options);
-    replay.run();
-    replay.checkFifosEmpty();
-    replay.checkOutputs();
-  } catch (const verifier_model::Failure& failure) {
-    return {false, failure.message};
-  }
+  verifier_model::Replay replay(plans, options);
+  verifier_model::Status status = replay.run();
+  if (status.ok()) status = replay.checkFifosEmpty();
+  if (status.ok()) status = replay.checkOutputs();
+  if (!status.ok()) return {false, status.message()};
   return {};
 }
 

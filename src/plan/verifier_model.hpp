@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/plan.hpp"
@@ -12,9 +13,23 @@
 
 namespace grove::plan::verifier_model {
 
-/// A verification failure; thrown inside the verifier and turned into a VerifyResult.
-struct Failure {
-  std::string message;
+/// The outcome of one verification stage: passed, or failed with the first problem found.
+/// Every stage returns one and its caller returns the first failure on.
+class [[nodiscard]] Status {
+ public:
+  static Status passed() { return Status(); }
+  static Status failed(std::string message) { return Status(std::move(message)); }
+
+  bool ok() const { return ok_; }
+  /// What went wrong (empty when ok()).
+  const std::string& message() const { return message_; }
+
+ private:
+  Status() = default;
+  explicit Status(std::string message) : ok_(false), message_(std::move(message)) {}
+
+  bool ok_ = true;
+  std::string message_;
 };
 
 /// Input chunk `chunk` of rank `rank`, packed so that values sort and compare as integers.

@@ -65,7 +65,10 @@ Replay::Replay(const std::vector<Plan>& plans, const VerifyOptions& options)
     for (size_t c = 0; c < p.channels.size(); ++c) {
       channelOwner_.emplace_back(r, static_cast<int>(c));
       st.isAfterTarget[c].resize(p.channels[c].steps.size());
-      if (p.channels[c].steps.empty()) st.cursors[c].tile = tiles_;
+      // Symbolically every chunk is one value per replayed tile: every step exchanges a
+      // message on each of them, and a channel without steps has none.
+      st.cursors[c].tiles = channelTiles(
+          p.channels[c].steps, [this](const Step&) { return size_t{tiles_}; }, 1);
     }
     for (size_t c = 0; c < p.channels.size(); ++c) {
       for (const Step& step : p.channels[c].steps) {
@@ -80,14 +83,12 @@ Replay::Replay(const std::vector<Plan>& plans, const VerifyOptions& options)
 }
 
 Replay::Block Replay::blocker(int r, int c) const {
-  const Cursor& cur = state_[r].cursors[c];
+  const ChannelCursor& cur = state_[r].cursors[c];
   const Step& step = stepAt(r, c, cur.step);
-  if (step.after.channel >= 0 && step.after.channel != c) {
-    const Cursor& other = state_[r].cursors[step.after.channel];
-    const uint64_t needed =
-        uint64_t{cur.tile} * length(r, step.after.channel) + static_cast<uint64_t>(step.after.step);
-    if (other.completed <= needed) return Block::kAfter;
-  }
+  const auto cursorOf = [&](int32_t channel) -> const ChannelCursor& {
+    return state_[r].cursors[static_cast<size_t>(channel)];
+  };
+  if (!dependencyMet(step, cur.tile, cursorOf)) return Block::kAfter;
   if (receives(step.op)) {
     auto it = fifos_.find(fifoKey(step.recvPeer, r, step.lane));
     if (it == fifos_.end() || it->second.empty()) return Block::kRecv;
@@ -100,7 +101,7 @@ Replay::Block Replay::blocker(int r, int c) const {
 }
 
 std::string Replay::blockedReason(int r, int c) const {
-  const Cursor& cur = state_[r].cursors[c];
+  const ChannelCursor& cur = state_[r].cursors[c];
   const Step& step = stepAt(r, c, cur.step);
   switch (blocker(r, c)) {
     case Block::kAfter:
@@ -117,7 +118,7 @@ std::string Replay::blockedReason(int r, int c) const {
   return "can run";
 }
 
-void Replay::run() {
+Status Replay::run() {
   size_t remaining = 0;
   for (int r = 0; r < nranks_; ++r) {
     for (size_t c = 0; c < state_[r].cursors.size(); ++c) remaining += !done(r, int(c));
@@ -129,14 +130,14 @@ void Replay::run() {
       const int channels = static_cast<int>(state_[r].cursors.size());
       for (int c = 0; c < channels; ++c) {
         while (!done(r, c) && blocker(r, c) == Block::kNone) {
-          fire(r, c);
+          if (Status fired = fire(r, c); !fired.ok()) return fired;
           progress = true;
           if (done(r, c)) --remaining;
         }
       }
     }
   }
-  if (remaining == 0) return;
+  if (remaining == 0) return Status::passed();
   std::string message = fmt::format("deadlock: no step can run (FIFOs of {} slot(s), {} tile(s)); ",
                                     fifoDepth_, tiles_);
   size_t listed = 0;
@@ -145,41 +146,45 @@ void Replay::run() {
       if (done(r, c)) continue;
       if (listed == 8) {
         message += fmt::format("; ... ({} blocked channels in all)", remaining);
-        throw Failure{message};
+        return Status::failed(std::move(message));
       }
-      const Cursor& cur = state_[r].cursors[c];
-      message += fmt::format("{}{} {}", listed++ > 0 ? "; " : "", where(r, c, cur.step, cur.tile),
-                             blockedReason(r, c));
+      const ChannelCursor& cur = state_[r].cursors[c];
+      message +=
+          fmt::format("{}{} {}", listed++ > 0 ? "; " : "",
+                      where(r, c, cur.step, static_cast<uint32_t>(cur.tile)), blockedReason(r, c));
     }
   }
-  throw Failure{message};
+  return Status::failed(std::move(message));
 }
 
-void Replay::checkOrdered(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref,
-                          int32_t other, uint32_t otherClock, int32_t otherStep, bool otherWrites,
-                          bool iWrite) const {
+Status Replay::checkOrdered(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref,
+                            int32_t other, uint32_t otherClock, int32_t otherStep, bool otherWrites,
+                            bool iWrite) const {
   const int me = state_[r].firstChannel + c;
-  if (other < 0 || other == me || clocks_[me][other] >= otherClock) return;
+  if (other < 0 || other == me || clocks_[me][other] >= otherClock) return Status::passed();
   const int otherChannel = channelOwner_[other].second;
-  throw Failure{fmt::format(
+  return Status::failed(fmt::format(
       "{} {} {} while channel {} step {} ({}) {} it in the same tile, and nothing orders the "
       "two (add `after` or keep them on one channel)",
       where(r, c, s, tile), iWrite ? "writes" : "reads", chunkName(ref), otherChannel, otherStep,
       toText(stepAt(r, otherChannel, static_cast<uint32_t>(otherStep))),
-      otherWrites ? "writes" : "reads")};
+      otherWrites ? "writes" : "reads"));
 }
 
-Value Replay::read(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref) {
+Status Replay::read(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref, Value* value) {
   const size_t at = slot(r, ref, tile);
   RankState& st = state_[r];
-  const Value& value = st.values[at];
-  if (!value.defined) {
-    throw Failure{fmt::format("{} reads undefined {}: nothing has written it yet",
-                              where(r, c, s, tile), chunkName(ref))};
+  const Value& held = st.values[at];
+  if (!held.defined) {
+    return Status::failed(fmt::format("{} reads undefined {}: nothing has written it yet",
+                                      where(r, c, s, tile), chunkName(ref)));
   }
   Access& access = st.access[at];
-  checkOrdered(r, c, s, tile, ref, access.writer, access.writerClock, access.writerStep, true,
-               false);
+  if (Status ordered = checkOrdered(r, c, s, tile, ref, access.writer, access.writerClock,
+                                    access.writerStep, true, false);
+      !ordered.ok()) {
+    return ordered;
+  }
   const int me = st.firstChannel + c;
   auto mine = std::find_if(access.reads.begin(), access.reads.end(),
                            [me](const auto& read) { return read.first == me; });
@@ -188,16 +193,20 @@ Value Replay::read(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref)
   } else {
     mine->second = clocks_[me][me];
   }
-  return value;
+  *value = held;
+  return Status::passed();
 }
 
-void Replay::write(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref,
-                   const Value& value) {
+Status Replay::write(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref,
+                     const Value& value) {
   const size_t at = slot(r, ref, tile);
   RankState& st = state_[r];
   Access& access = st.access[at];
-  checkOrdered(r, c, s, tile, ref, access.writer, access.writerClock, access.writerStep, true,
-               true);
+  if (Status ordered = checkOrdered(r, c, s, tile, ref, access.writer, access.writerClock,
+                                    access.writerStep, true, true);
+      !ordered.ok()) {
+    return ordered;
+  }
   // Reads record only the channel and clock; the step is recovered for the message.
   for (const auto& [reader, clock] : access.reads) {
     const int me = st.firstChannel + c;
@@ -205,7 +214,10 @@ void Replay::write(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref,
     const int readerChannel = channelOwner_[reader].second;
     const uint32_t readerLength = length(r, readerChannel);
     const auto readerStep = static_cast<int32_t>((clock - 1) % readerLength);
-    checkOrdered(r, c, s, tile, ref, reader, clock, readerStep, false, true);
+    if (Status ordered = checkOrdered(r, c, s, tile, ref, reader, clock, readerStep, false, true);
+        !ordered.ok()) {
+      return ordered;
+    }
   }
   const int me = st.firstChannel + c;
   access.writer = me;
@@ -213,38 +225,41 @@ void Replay::write(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref,
   access.writerStep = static_cast<int32_t>(s);
   access.reads.clear();
   st.values[at] = value;
+  return Status::passed();
 }
 
-Value Replay::combine(const Value& a, const Value& b, int r, int c, uint32_t s,
-                      uint32_t tile) const {
+Status Replay::combine(const Value& a, const Value& b, int r, int c, uint32_t s, uint32_t tile,
+                       Value* result) const {
   if (a.finalized || b.finalized) {
-    throw Failure{
+    return Status::failed(
         fmt::format("{} reduces a value that is already finalized ({}); finalize "
                     "belongs on the last reduction only",
-                    where(r, c, s, tile), describe(a.finalized ? a.items : b.items))};
+                    where(r, c, s, tile), describe(a.finalized ? a.items : b.items)));
   }
-  Value result{true, false, {}};
-  result.items.reserve(a.items.size() + b.items.size());
+  Value combined{true, false, {}};
+  combined.items.reserve(a.items.size() + b.items.size());
   if (collective_ == Collective::kBarrier) {
     std::set_union(a.items.begin(), a.items.end(), b.items.begin(), b.items.end(),
-                   std::back_inserter(result.items));
-    return result;
+                   std::back_inserter(combined.items));
+    *result = std::move(combined);
+    return Status::passed();
   }
   std::merge(a.items.begin(), a.items.end(), b.items.begin(), b.items.end(),
-             std::back_inserter(result.items));
-  auto twice = std::adjacent_find(result.items.begin(), result.items.end());
-  if (twice != result.items.end()) {
-    throw Failure{fmt::format("{} double counts contribution ({},{}): {} ⊕ {}",
-                              where(r, c, s, tile), contributorRank(*twice),
-                              contributorChunk(*twice), describe(a.items), describe(b.items))};
+             std::back_inserter(combined.items));
+  auto twice = std::adjacent_find(combined.items.begin(), combined.items.end());
+  if (twice != combined.items.end()) {
+    return Status::failed(fmt::format(
+        "{} double counts contribution ({},{}): {} ⊕ {}", where(r, c, s, tile),
+        contributorRank(*twice), contributorChunk(*twice), describe(a.items), describe(b.items)));
   }
-  return result;
+  *result = std::move(combined);
+  return Status::passed();
 }
 
-void Replay::finalize(Value& value, int r, int c, uint32_t s, uint32_t tile) const {
+Status Replay::finalize(Value& value, int r, int c, uint32_t s, uint32_t tile) const {
   if (value.finalized) {
-    throw Failure{
-        fmt::format("{} finalizes {} a second time", where(r, c, s, tile), describe(value.items))};
+    return Status::failed(
+        fmt::format("{} finalizes {} a second time", where(r, c, s, tile), describe(value.items)));
   }
   std::vector<bool> present(static_cast<size_t>(nranks_));
   for (Contribution item : value.items) {
@@ -256,18 +271,19 @@ void Replay::finalize(Value& value, int r, int c, uint32_t s, uint32_t tile) con
       missing += fmt::format("{}{}", missing.empty() ? "" : ", ", q);
   }
   if (!missing.empty()) {
-    throw Failure{
+    return Status::failed(
         fmt::format("{} finalizes an incomplete value {}: missing contribution of "
                     "rank(s) {}",
-                    where(r, c, s, tile), describe(value.items), missing)};
+                    where(r, c, s, tile), describe(value.items), missing));
   }
   value.finalized = true;
+  return Status::passed();
 }
 
-void Replay::fire(int r, int c) {
-  Cursor& cur = state_[r].cursors[c];
+Status Replay::fire(int r, int c) {
+  ChannelCursor& cur = state_[r].cursors[c];
   const uint32_t s = cur.step;
-  const uint32_t tile = cur.tile;
+  const auto tile = static_cast<uint32_t>(cur.tile);
   const Step& step = stepAt(r, c, s);
   const int me = state_[r].firstChannel + c;
   Clock& clock = clocks_[me];
@@ -290,54 +306,59 @@ void Replay::fire(int r, int c) {
           toText(stepAt(step.recvPeer, incoming.channel, static_cast<uint32_t>(incoming.step))));
     };
     if (incoming.tile != tile) {
-      throw Failure{fmt::format(
+      return Status::failed(fmt::format(
           "{} receives the tile {} message of {}: the two plans exchange different numbers of "
           "messages per tile on the connection from rank {} to rank {} lane {}",
-          where(r, c, s, tile), incoming.tile, sender(), step.recvPeer, r, step.lane)};
+          where(r, c, s, tile), incoming.tile, sender(), step.recvPeer, r, step.lane));
     }
     if (checkParts_ && incoming.part != part) {
-      throw Failure{fmt::format(
+      return Status::failed(fmt::format(
           "{} receives a part {} chunk from {} into part {} chunks: parts differ in size",
-          where(r, c, s, tile), incoming.part, sender(), part)};
+          where(r, c, s, tile), incoming.part, sender(), part));
     }
     join(clock, incoming.clock);
   }
   ++clock[me];
 
   Value value;
+  Status status = Status::passed();
+  Value held;
+  Value other;
   switch (step.op) {
     case OpKind::kSend:
     case OpKind::kCopy:
-      value = read(r, c, s, tile, step.src);
+      status = read(r, c, s, tile, step.src, &value);
       break;
     case OpKind::kRecv:
     case OpKind::kRecvCopySend:
       value = std::move(incoming.value);
       break;
     case OpKind::kRecvReduce:
-      value = combine(read(r, c, s, tile, step.dst), incoming.value, r, c, s, tile);
+      status = read(r, c, s, tile, step.dst, &held);
+      if (status.ok()) status = combine(held, incoming.value, r, c, s, tile, &value);
       break;
     case OpKind::kReduce:
-      value = combine(read(r, c, s, tile, step.dst), read(r, c, s, tile, step.src), r, c, s, tile);
+      status = read(r, c, s, tile, step.dst, &held);
+      if (status.ok()) status = read(r, c, s, tile, step.src, &other);
+      if (status.ok()) status = combine(held, other, r, c, s, tile, &value);
       break;
     case OpKind::kRecvReduceSend:
     case OpKind::kRecvReduceCopy:
     case OpKind::kRecvReduceCopySend:
-      value = combine(read(r, c, s, tile, step.src), incoming.value, r, c, s, tile);
+      status = read(r, c, s, tile, step.src, &held);
+      if (status.ok()) status = combine(held, incoming.value, r, c, s, tile, &value);
       break;
   }
-  if (step.finalize) finalize(value, r, c, s, tile);
-  if (writesDst(step.op)) write(r, c, s, tile, step.dst, value);
+  if (status.ok() && step.finalize) status = finalize(value, r, c, s, tile);
+  if (status.ok() && writesDst(step.op)) status = write(r, c, s, tile, step.dst, value);
+  if (!status.ok()) return status;
   if (sends(step.op)) {
     Message message{std::move(value), part, tile, c, static_cast<int>(s), clock};
     fifos_[fifoKey(r, step.sendPeer, step.lane)].push_back(std::move(message));
   }
   if (state_[r].isAfterTarget[c][s]) snapshots_[snapshotKey(me, int32_t(s), tile)] = clock;
-  ++cur.completed;
-  if (++cur.step == length(r, c)) {
-    cur.step = 0;
-    ++cur.tile;
-  }
+  cur.next(length(r, c));
+  return Status::passed();
 }
 
 }  // namespace grove::plan::verifier_model

@@ -7,8 +7,10 @@
 // chunksPerBlock = 1, and ⊕ on tokens is idempotent set union). Messages carry Values through
 // FIFOs keyed (src rank, dst rank, lane) of `fifoDepth` slots. Steps fire whenever they can
 // (their `after` step done for the same tile, a message waiting, a free slot); when none can
-// and some remain, the plans deadlock. In place, aliased Input and Output chunks are one
-// storage cell, so overwriting input that is still needed shows up as wrong contributions.
+// and some remain, the plans deadlock. Channels walk their steps tile after tile with the
+// executor's cursor (plan/cursor.hpp), every chunk being one symbol per replayed tile. In
+// place, aliased Input and Output chunks are one storage cell, so overwriting input that is
+// still needed shows up as wrong contributions.
 //
 // Channels of one rank run concurrently, so two steps of different channels touching the
 // same chunk must be ordered by a happens-before path (program order, `after`, messages).
@@ -24,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "plan/cursor.hpp"
 #include "plan/plan.hpp"
 #include "plan/verifier.hpp"
 #include "plan/verifier_model.hpp"
@@ -33,17 +36,17 @@ namespace grove::plan::verifier_model {
 /// A vector clock: per global channel, how many of its steps happened before.
 using Clock = std::vector<uint32_t>;
 
-/// The replay of one verification. All methods throw Failure on the first problem.
+/// The replay of one verification. Every stage returns the first problem it finds.
 class Replay {
  public:
   Replay(const std::vector<Plan>& plans, const VerifyOptions& options);
 
-  /// Fires steps until all are done; throws Failure on a problem or a deadlock.
-  void run();
-  /// Throws Failure when a message was never received.
-  void checkFifosEmpty() const;
-  /// Throws Failure when an output chunk does not hold what the collective demands.
-  void checkOutputs() const;
+  /// Fires steps until all are done; fails on a problem or a deadlock.
+  Status run();
+  /// Fails when a message was never received.
+  Status checkFifosEmpty() const;
+  /// Fails when an output chunk does not hold what the collective demands.
+  Status checkOutputs() const;
 
  private:
   struct Message {
@@ -63,17 +66,11 @@ class Replay {
     std::vector<std::pair<int32_t, uint32_t>> reads;
   };
 
-  struct Cursor {
-    uint32_t tile = 0;
-    uint32_t step = 0;
-    uint64_t completed = 0;  // Steps fired over all tiles.
-  };
-
   struct RankState {
-    std::vector<uint32_t> cellOf[3];  // Per buffer kind: chunk -> storage cell.
-    std::vector<Value> values;        // cell * tiles + tile
-    std::vector<Access> access;       // cell * tiles + tile
-    std::vector<Cursor> cursors;      // Per channel.
+    std::vector<uint32_t> cellOf[3];     // Per buffer kind: chunk -> storage cell.
+    std::vector<Value> values;           // cell * tiles + tile
+    std::vector<Access> access;          // cell * tiles + tile
+    std::vector<ChannelCursor> cursors;  // Per channel (plan/cursor.hpp).
     std::vector<std::vector<bool>> isAfterTarget;
     int firstChannel = 0;  // Global id of channel 0.
   };
@@ -84,7 +81,7 @@ class Replay {
   uint32_t length(int r, int c) const {
     return static_cast<uint32_t>(plans_[r].channels[static_cast<size_t>(c)].steps.size());
   }
-  bool done(int r, int c) const { return state_[r].cursors[c].tile >= tiles_; }
+  bool done(int r, int c) const { return state_[r].cursors[c].done(); }
   uint64_t fifoKey(int from, int to, uint16_t lane) const {
     return ((static_cast<uint64_t>(from) * nranks_ + static_cast<uint64_t>(to)) << 16) | lane;
   }
@@ -97,13 +94,14 @@ class Replay {
   enum class Block : uint8_t { kNone, kAfter, kRecv, kSend };
   Block blocker(int r, int c) const;
   std::string blockedReason(int r, int c) const;
-  void fire(int r, int c);
-  Value read(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref);
-  void write(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref, const Value& value);
-  void checkOrdered(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref, int32_t other,
-                    uint32_t otherClock, int32_t otherStep, bool otherWrites, bool iWrite) const;
-  Value combine(const Value& a, const Value& b, int r, int c, uint32_t s, uint32_t tile) const;
-  void finalize(Value& value, int r, int c, uint32_t s, uint32_t tile) const;
+  Status fire(int r, int c);
+  Status read(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref, Value* value);
+  Status write(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref, const Value& value);
+  Status checkOrdered(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref, int32_t other,
+                      uint32_t otherClock, int32_t otherStep, bool otherWrites, bool iWrite) const;
+  Status combine(const Value& a, const Value& b, int r, int c, uint32_t s, uint32_t tile,
+                 Value* result) const;
+  Status finalize(Value& value, int r, int c, uint32_t s, uint32_t tile) const;
 
   const std::vector<Plan>& plans_;
   int nranks_;
