@@ -1,6 +1,6 @@
 // Every grove knob, declared once: P(Id, spec fields...) inside GROVE_PARAMETER_LIST, in the order
 // of ParamSpec's fields (parameters.hpp). Everything else — the Param enum, validation, the
-// defaults the code uses, `grove config`, the README check — is derived from this list.
+// defaults the code uses, `grove config`, the README check — comes from this list.
 //
 // Fields: name, kind, scope, fallback (the default as the environment spells it; "" means
 // unset), unit, min, max, multipleOf, choices ("a|b|c"), secret (never printed), doc.

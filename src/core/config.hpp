@@ -102,8 +102,6 @@ struct Config {
   /// grove::Error(kInvalidArgument) naming the variable, its value and what was expected.
   static Config resolve(const common::ParamOverrides& overrides,
                         const common::Getenv& getenv = common::processEnvironment);
-  /// resolve() with nothing set from code.
-  static Config fromEnvironment() { return resolve({}); }
 };
 
 }  // namespace grove::detail

@@ -4,12 +4,15 @@
 #include "common/parameters.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
 
 #include "core/config.hpp"
+#include "grove/communicator.hpp"
 #include "grove/error.hpp"
 #include "grove/options.hpp"
 
@@ -64,7 +67,9 @@ TEST(Parameters, EveryDefaultIsInsideItsOwnRange) {
       EXPECT_EQ(value.number % spec.multipleOf, 0);
       EXPECT_FALSE(spec.unit.empty()) << "integers name their unit";
     }
-    if (spec.kind == ParamKind::kEnum) EXPECT_FALSE(spec.choices.empty());
+    if (spec.kind == ParamKind::kEnum) {
+      EXPECT_FALSE(spec.choices.empty());
+    }
   }
 }
 
@@ -176,6 +181,27 @@ TEST(Options, SecretsAreNeverRepeatedInErrors) {
 TEST(Options, NamesListTheWholeTable) {
   EXPECT_EQ(Options::names().size(), common::kParamCount);
   EXPECT_EQ(Options::names().front(), "GROVE_ALGO");
+}
+
+// fromEnv finds its job through Options alone: the launch knobs answer from code first.
+TEST(Options, FromEnvFindsTheJobThroughOptions) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("grove-options-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    Communicator comm = Communicator::fromEnv(Options()
+                                                  .set("GROVE_RANK", "0")
+                                                  .set("GROVE_WORLD_SIZE", "1")
+                                                  .set("GROVE_STORE", "file:" + dir.string())
+                                                  .set("GROVE_TIMEOUT", "20"));
+    EXPECT_EQ(comm.rank(), 0);
+    EXPECT_EQ(comm.size(), 1);
+    int32_t value = 5;
+    comm.allReduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum);
+    EXPECT_EQ(value, 5);
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
