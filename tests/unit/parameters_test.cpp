@@ -169,6 +169,24 @@ TEST(Options, SetChecksLikeTheEnvironment) {
   EXPECT_EQ(options.get("GROVE_TIMEOUT"), std::nullopt);
 }
 
+TEST(Options, EveryKnobButTheProcessOnesCanBeSet) {
+  for (const common::ParamSpec& spec : common::kParameters) {
+    SCOPED_TRACE(std::string(spec.name));
+    // A valid value of each kind: its default, else the lower end of its range, else text.
+    std::string value(spec.fallback);
+    if (value.empty()) {
+      value = spec.kind == ParamKind::kInteger ? std::to_string(spec.min) : "x";
+    }
+    Options options;
+    if (spec.scope == common::ParamScope::kProcess) {
+      EXPECT_THROW(options.set(spec.name, value), Error);
+    } else {
+      options.set(spec.name, value);
+      EXPECT_EQ(options.get(spec.name), value);
+    }
+  }
+}
+
 TEST(Options, SecretsAreNeverRepeatedInErrors) {
   const std::string message = invalidArgumentMessage([] {
     common::ParamSpec spec = common::spec(Param::kSecret);
