@@ -18,6 +18,7 @@
 
 #include "algo/registry.hpp"
 #include "command.hpp"
+#include "common/parameters.hpp"
 #include "grove/error.hpp"
 #include "perf_options.hpp"
 #include "plan/printer.hpp"
@@ -35,7 +36,7 @@ struct PlanOptions {
   std::string count = "1M";
   std::string type = "float";
   std::string algorithm;
-  int fifoDepth = 4;
+  int fifoDepth = static_cast<int>(common::defaultInteger(common::Param::kFifoDepth));
   // --topo and the flags that only make sense with it.
   std::string topo;
   std::string size;
@@ -129,9 +130,8 @@ void runPlan(const PlanOptions& options) {
   plan::PlanRequest request{
       collective, options.nranks, 0, rooted ? options.root : -1, parseCount(options.count),
       *type,      ReduceOp::kSum};
-  const char* envAlgo = std::getenv("GROVE_ALGO");
   algo::Selection selection =
-      algo::select(request, options.algorithm, envAlgo != nullptr ? envAlgo : "");
+      algo::select(request, options.algorithm, environmentAlgo(), environmentCostParams());
   std::printf("# %s of %zu %s elements on %d ranks\n# choice: %s\n", plan::toString(collective),
               request.count, toString(*type).data(), options.nranks, selection.reason.c_str());
 

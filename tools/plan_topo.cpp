@@ -22,6 +22,7 @@
 #include "algo/packing.hpp"
 #include "algo/registry.hpp"
 #include "algo/select_topology.hpp"
+#include "common/parameters.hpp"
 #include "grove/error.hpp"
 #include "model/simulator.hpp"
 #include "perf_options.hpp"
@@ -270,6 +271,19 @@ std::string treePaths(const TreeView& tree) {
   return text;
 }
 
+std::string environmentAlgo() {
+  return common::resolveParameter(common::spec(common::Param::kAlgo), {}).text;
+}
+
+algo::CostParams environmentCostParams() {
+  algo::CostParams params;
+  params.tileBytes = static_cast<double>(
+      common::resolveParameter(common::spec(common::Param::kSlotBytes), {}).number);
+  params.fifoDepth = static_cast<double>(
+      common::resolveParameter(common::spec(common::Param::kFifoDepth), {}).number);
+  return params;
+}
+
 TopoReport analyzeTopoPlan(const TopoPlanOptions& options) {
   TopoReport report;
   report.topology = loadTopology(options.topo);
@@ -323,8 +337,8 @@ TopoReport analyzeTopoPlan(const TopoPlanOptions& options) {
     for (const algo::Algorithm& a : algo::algorithms()) {
       if (a.collective == options.collective) field.push_back(&a);
     }
-    const char* envAlgo = std::getenv("GROVE_ALGO");
-    algo::Selection selection = algo::select(request, "", envAlgo != nullptr ? envAlgo : "");
+    algo::Selection selection =
+        algo::select(request, "", environmentAlgo(), environmentCostParams());
     report.choiceReason = selection.reason;
     chosenName = std::string(selection.algorithm->name);
   }
@@ -337,7 +351,7 @@ TopoReport analyzeTopoPlan(const TopoPlanOptions& options) {
   }
 
   // The options selection simulates with, so that "predicted" is what select() compared.
-  model::SimOptions sim = algo::selectionSimOptions(algo::CostParams{}, &report.topology);
+  model::SimOptions sim = algo::selectionSimOptions(environmentCostParams(), &report.topology);
   sim.bytes = report.count * element;
   sim.elementSize = element;
   sim.fifoDepth = options.fifoDepth;

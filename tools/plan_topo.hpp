@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "algo/registry.hpp"
+#include "common/parameters.hpp"
 #include "plan/plan.hpp"
 #include "topo/bounds.hpp"
 #include "topo/topology.hpp"
@@ -29,7 +31,7 @@ struct TopoPlanOptions {
   std::string algorithm;  ///< --algo: only this candidate (empty: all that apply).
   int root = 0;
   int nranks = -1;  ///< --nranks when given; must then equal the topology's rank count.
-  int fifoDepth = 4;
+  int fifoDepth = static_cast<int>(common::defaultInteger(common::Param::kFifoDepth));
   bool json = false;
   std::string dotFile;  ///< --dot FILE.
   std::string svgFile;  ///< --svg FILE.
@@ -88,13 +90,20 @@ struct TopoReport {
   std::vector<Candidate> candidates;  ///< Sorted by predicted time; unsimulated ones last.
   std::vector<std::pair<std::string, std::string>> declined;  ///< (algorithm, why).
   std::string choiceReason;
-  int fifoDepth = 4;
+  int fifoDepth = static_cast<int>(common::defaultInteger(common::Param::kFifoDepth));
   int verifierTiles = 2;
   std::vector<Verdict> verdicts;
 };
 
 /// Builds the report (throws grove::Error naming the flag at fault).
 TopoReport analyzeTopoPlan(const TopoPlanOptions& options);
+
+/// GROVE_ALGO as the environment sets it (checked by the parameter table), what a
+/// communicator's selection would start from.
+std::string environmentAlgo();
+/// The cost model with the tile and FIFO depth a communicator would use (GROVE_SLOT_BYTES,
+/// GROVE_FIFO_DEPTH from the environment, checked by the parameter table).
+algo::CostParams environmentCostParams();
 
 /// "0→1→3, 0→4": the tree as root-to-leaf paths, branches listed where they leave.
 std::string treePaths(const TreeView& tree);

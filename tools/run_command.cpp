@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "common/parameters.hpp"
 #include "grove/error.hpp"
 #include "run_env.hpp"
 #include "run_launcher.hpp"
@@ -110,9 +111,9 @@ void runJob(const RunArgs& args) {
   }
 
   const uint16_t port = args.port > 0 ? static_cast<uint16_t>(args.port) : run::findFreePort();
-  const char* inherited = std::getenv("GROVE_SECRET");
-  const std::string secret =
-      inherited != nullptr && *inherited != '\0' ? inherited : run::randomHex(16);
+  const std::string inherited =
+      common::resolveParameter(common::spec(common::Param::kSecret), {}).text;
+  const std::string secret = !inherited.empty() ? inherited : run::randomHex(16);
   const std::string jobId = run::randomHex(8);
 
   run::LaunchSpec spec;

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "command.hpp"
+#include "common/parameters.hpp"
 #include "grove/communicator.hpp"
 #include "grove/error.hpp"
 #include "topo/bounds.hpp"
@@ -175,8 +176,10 @@ void runTopo(const TopoOptions& options) {
     return;
   }
   std::printf("%s", topo::describeHost().c_str());
-  const char* file = std::getenv("GROVE_TOPO_FILE");
-  if (file == nullptr || *file == '\0') {
+  const std::string topoFile =
+      common::resolveParameter(common::spec(common::Param::kTopoFile), {}).text;
+  const char* file = topoFile.c_str();
+  if (topoFile.empty()) {
     std::printf(
         "GROVE_TOPO_FILE is not set: plans assume no topology (see `grove topo presets`, "
         "`grove topo --topo SPEC` and `grove topo --probe`)\n");

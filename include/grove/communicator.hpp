@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "grove/error.hpp"
+#include "grove/options.hpp"
 #include "grove/store.hpp"
 #include "grove/types.hpp"
 
@@ -114,8 +115,9 @@ class Request {
 class Communicator {
  public:
   /// Creates `nranks` communicators whose ranks are threads of this process (the in-process
-  /// transport). Element i is rank i; each must then be driven by its own thread.
-  static std::vector<Communicator> createInProcess(int nranks);
+  /// transport). Element i is rank i; each must then be driven by its own thread. `options`
+  /// (grove/options.hpp) set knobs for these communicators over the environment.
+  static std::vector<Communicator> createInProcess(int nranks, const Options& options = {});
 
   /// Creates this process's rank of a multi-process job from the launcher's environment:
   /// `grove run`, torchrun, Open MPI, MPICH/Hydra or Slurm (see docs/bootstrap.md); blocks
@@ -124,16 +126,18 @@ class Communicator {
   /// GROVE_STORE=external (then `grove store` must run at GROVE_ROOT); with
   /// GROVE_STORE=file:DIR the ranks meet through files in DIR (a shared file system, a fresh
   /// directory per job) and need no GROVE_ROOT. Call it once per job;
-  /// make further communicators with split().
-  static Communicator fromEnv();
+  /// make further communicators with split(). `options` set knobs over the environment,
+  /// the launch variables grove reads (GROVE_ROOT, GROVE_STORE, GROVE_SECRET, ...) included.
+  static Communicator fromEnv(const Options& options = {});
 
   /// Creates rank `rank` of a group of `size` processes that meet through `store`, a store
   /// the caller brings (a framework's own, see grove/store.hpp); blocks until every rank
   /// has joined. Ranks on one host talk through shared memory, hosts through TCP, as with
   /// fromEnv. Throws kInvalidArgument for a null store or a rank outside [0, size), and
-  /// what fromEnv throws for a failed rendezvous.
+  /// what fromEnv throws for a failed rendezvous. `settings` set knobs over the environment
+  /// (StoreJoinOptions' secret and timeout, when given, win over GROVE_SECRET/GROVE_TIMEOUT).
   static Communicator fromStore(std::shared_ptr<Store> store, int rank, int size,
-                                const StoreJoinOptions& options = {});
+                                const StoreJoinOptions& options = {}, const Options& settings = {});
 
   Communicator();
   ~Communicator();

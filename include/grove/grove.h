@@ -114,6 +114,10 @@ typedef struct {
   char internal[GROVE_UNIQUE_ID_BYTES];
 } groveUniqueId;
 
+/** Opaque handle on a set of knobs (the GROVE_* settings) for the communicators made with
+ *  it, like NCCL's ncclConfig_t: see groveOptionsCreate. */
+typedef struct groveOptions* groveOptions_t;
+
 /** The `color` that makes groveCommSplit return no communicator for the calling rank. */
 #define GROVE_SPLIT_NOCOLOR (-1)
 
@@ -136,15 +140,44 @@ GROVE_API groveResult_t groveGetUniqueId(groveUniqueId* uniqueId);
 GROVE_API groveResult_t groveCommInitRank(groveComm_t* comm, int nranks, groveUniqueId commId,
                                           int rank);
 
+/** Makes an empty set of knobs in *options (nothing set: the environment and the defaults
+ *  apply). Free it with groveOptionsDestroy; communicators made with it keep their own copy.
+ *  groveInvalidArgument when options is NULL. */
+GROVE_API groveResult_t groveOptionsCreate(groveOptions_t* options);
+
+/** Sets knob `key` (an environment variable's name, "GROVE_TIMEOUT") to `value` as the
+ *  environment would spell it ("30"); it then wins over the environment for communicators
+ *  made with these options. An empty value removes it again. The value is checked as the
+ *  environment's is: groveInvalidArgument naming the knob (groveGetLastError) for an
+ *  unknown key, a malformed value, a knob read from the environment only (GROVE_DEBUG,
+ *  GROVE_DEBUG_FILE), or a NULL argument. */
+GROVE_API groveResult_t groveOptionsSet(groveOptions_t options, const char* key, const char* value);
+
+/** Frees `options` (NULL is ignored). */
+GROVE_API groveResult_t groveOptionsDestroy(groveOptions_t options);
+
+/** groveCommInitRank with knobs set from code (like ncclCommInitRankConfig); `options` may be
+ *  NULL (then it is groveCommInitRank). */
+GROVE_API groveResult_t groveCommInitRankConfig(groveComm_t* comm, int nranks, groveUniqueId commId,
+                                                int rank, groveOptions_t options);
+
 /** Creates this process's rank from the launcher's environment (grove run, torchrun, Open
  *  MPI, MPICH, Slurm; see docs/launchers.md), like grove::Communicator::fromEnv(). */
 GROVE_API groveResult_t groveCommInitEnv(groveComm_t* comm);
+
+/** groveCommInitEnv with knobs set from code, the launch variables (GROVE_ROOT, GROVE_SECRET,
+ *  ...) included; `options` may be NULL. */
+GROVE_API groveResult_t groveCommInitEnvConfig(groveComm_t* comm, groveOptions_t options);
 
 /** Creates all `ndev` ranks of a communicator inside this process: comms[i] is rank i.
  *  `devlist` may be NULL; when given it holds ndev distinct non-negative labels (there are
  *  no devices to select on CPU, the labels are only checked). The ranks may then be driven
  *  by one thread through groups, or each by its own thread. */
 GROVE_API groveResult_t groveCommInitAll(groveComm_t* comms, int ndev, const int* devlist);
+
+/** groveCommInitAll with knobs set from code; `options` may be NULL. */
+GROVE_API groveResult_t groveCommInitAllConfig(groveComm_t* comms, int ndev, const int* devlist,
+                                               groveOptions_t options);
 
 /** Collective over `comm`: splits it into one new communicator per distinct `color`, ranks
  *  ordered by (`key`, rank in comm). A rank passing GROVE_SPLIT_NOCOLOR gets *newcomm =

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/parameters.hpp"
 #include "plan/plan.hpp"
 
 namespace grove::algo {
@@ -17,12 +18,12 @@ struct CostParams {
   double alphaUs = 3.0;      ///< Latency of one message hop, microseconds.
   double betaGBps = 4.0;     ///< Bandwidth of one link, GB/s (10^9 bytes per second).
   double reduceGBps = 30.0;  ///< Throughput of a local reduction, GB/s of output.
-  /// The executor's tile (one FIFO slot, GROVE_SLOT_BYTES' default): pipelined algorithms
-  /// move a block in messages of at most this many bytes.
-  double tileBytes = 256 * 1024;
-  /// Slots per FIFO (GROVE_FIFO_DEPTH's default): how many tiles, and so how many
-  /// back-to-back calls, a pipeline holds in flight between two ranks.
-  double fifoDepth = 4;
+  /// The executor's tile (one FIFO slot, GROVE_SLOT_BYTES; a communicator passes its own):
+  /// pipelined algorithms move a block in messages of at most this many bytes.
+  double tileBytes = static_cast<double>(common::defaultInteger(common::Param::kSlotBytes));
+  /// Slots per FIFO (GROVE_FIFO_DEPTH; a communicator passes its own): how many tiles, and
+  /// so how many back-to-back calls, a pipeline holds in flight between two ranks.
+  double fifoDepth = static_cast<double>(common::defaultInteger(common::Param::kFifoDepth));
 };
 
 /// One plan generator.

@@ -75,27 +75,14 @@ struct Entry {
 std::mutex gMutex;
 std::map<Key, Entry> gCache;
 
-// A whole number from the environment within [low, high], else `fallback` (Config rejects
-// malformed values before any plan is built).
-uint64_t environmentNumber(const char* name, uint64_t fallback, uint64_t low, uint64_t high) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0' || value < low || value > high) return fallback;
-  return value;
-}
-
 }  // namespace
 
 model::SimOptions selectionSimOptions(const CostParams& params, const topo::Topology* topology) {
   model::SimOptions options;
-  // The executor's tile and FIFO geometry when the environment sets them (Config reads the
-  // same variables), so that what is predicted and chosen is what runs.
-  options.tileBytes = static_cast<size_t>(
-      environmentNumber("GROVE_SLOT_BYTES", options.tileBytes, 4096, uint64_t{64} << 20));
-  options.fifoDepth = static_cast<int>(
-      environmentNumber("GROVE_FIFO_DEPTH", static_cast<uint64_t>(options.fifoDepth), 2, 64));
+  // The communicator's tile and FIFO geometry (its GROVE_SLOT_BYTES and GROVE_FIFO_DEPTH,
+  // passed in `params`), so that what is predicted and chosen is what runs.
+  options.tileBytes = static_cast<size_t>(params.tileBytes);
+  options.fifoDepth = static_cast<int>(params.fifoDepth);
   options.reduceGBps = params.reduceGBps;
   // A topology that knows its ranks' local speed (GPU presets) overrides the CPU's.
   if (topology != nullptr && topology->localGBps > 0) {

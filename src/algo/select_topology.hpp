@@ -12,9 +12,9 @@
 
 namespace grove::algo {
 
-/// The simulator's options for selection: the executor's tile and FIFO depth (GROVE_SLOT_BYTES
-/// and GROVE_FIFO_DEPTH, else 256 KiB tiles and 4 slots per connection) and
-/// `params.reduceGBps` for local reductions.
+/// The simulator's options for selection: the executor's tile and FIFO depth
+/// (`params.tileBytes` and `params.fifoDepth`, the communicator's GROVE_SLOT_BYTES and
+/// GROVE_FIFO_DEPTH) and `params.reduceGBps` for local reductions.
 model::SimOptions selectionSimOptions(const CostParams& params,
                                       const topo::Topology* topology = nullptr);
 

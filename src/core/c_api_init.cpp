@@ -1,7 +1,7 @@
 // The C ABI, part two: making communicators — unique ids (and the store servers behind
-// them), groveCommInitRank, groveCommInitEnv and groveCommInitAll. Life cycle, groups and
+// them), options handles, groveCommInitRank, groveCommInitEnv and groveCommInitAll (each also
+// with options: the *Config forms). Life cycle, groups and
 // errors are in c_api.cpp, the collectives in c_api_collectives.cpp.
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -12,6 +12,7 @@
 #include "bootstrap/random.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "bootstrap/unique_id.hpp"
+#include "common/parameters.hpp"
 #include "core/c_api_internal.hpp"
 #include "core/process_bootstrap.hpp"
 #include "transport/tcp/interfaces.hpp"
@@ -41,6 +42,21 @@ std::shared_ptr<void> serverForId(uint16_t port) {
 
 }  // namespace grove::capi
 
+/// What a groveOptions_t points to.
+struct groveOptions {
+  grove::Options options;
+};
+
+namespace {
+
+const grove::Options kNoOptions;
+
+const grove::Options& optionsOf(groveOptions_t options) {
+  return options != nullptr ? options->options : kNoOptions;
+}
+
+}  // namespace
+
 using grove::Communicator;
 using grove::Error;
 using grove::ErrorCode;
@@ -53,9 +69,10 @@ groveResult_t groveGetUniqueId(groveUniqueId* uniqueId) {
   return guarded("groveGetUniqueId", [&] {
     requireNonNull(uniqueId, "uniqueId");
     grove::bootstrap::IdContents contents;
-    const char* ifname = std::getenv("GROVE_SOCKET_IFNAME");
-    contents.host =
-        grove::transport::tcp::chooseInterface(ifname != nullptr ? ifname : "", 0).address;
+    const std::string ifname = grove::common::resolveParameter(
+                                   grove::common::spec(grove::common::Param::kSocketIfname), {})
+                                   .text;
+    contents.host = grove::transport::tcp::chooseInterface(ifname, 0).address;
     contents.secret = grove::bootstrap::randomSecret();
     auto server = std::make_shared<grove::bootstrap::TcpStoreServer>("", 0, contents.secret);
     contents.port = server->port();
@@ -67,7 +84,32 @@ groveResult_t groveGetUniqueId(groveUniqueId* uniqueId) {
   });
 }
 
+groveResult_t groveOptionsCreate(groveOptions_t* options) {
+  return guarded("groveOptionsCreate", [&] {
+    requireNonNull(options, "options");
+    *options = new groveOptions;
+  });
+}
+
+groveResult_t groveOptionsSet(groveOptions_t options, const char* key, const char* value) {
+  return guarded("groveOptionsSet", [&] {
+    requireNonNull(options, "options");
+    requireNonNull(key, "key");
+    requireNonNull(value, "value");
+    options->options.set(key, value);
+  });
+}
+
+groveResult_t groveOptionsDestroy(groveOptions_t options) {
+  return guarded("groveOptionsDestroy", [&] { delete options; });
+}
+
 groveResult_t groveCommInitRank(groveComm_t* comm, int nranks, groveUniqueId commId, int rank) {
+  return groveCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+groveResult_t groveCommInitRankConfig(groveComm_t* comm, int nranks, groveUniqueId commId, int rank,
+                                      groveOptions_t options) {
   return guarded("groveCommInitRank", [&] {
     requireNonNull(comm, "comm");
     *comm = nullptr;
@@ -93,20 +135,29 @@ groveResult_t groveCommInitRank(groveComm_t* comm, int nranks, groveUniqueId com
     info.rootPort = id->port;
     info.secret = id->secret;
     info.source = "groveCommInitRank";
+    const grove::detail::Config config =
+        grove::detail::Config::resolve(optionsOf(options).values());
     *comm = grove::capi::registerHandle(grove::Communicator::fromState(
-        grove::detail::bootstrapProcess(info, false, grove::capi::serverForId(id->port))));
+        grove::detail::bootstrapProcess(info, config, false, grove::capi::serverForId(id->port))));
   });
 }
 
-groveResult_t groveCommInitEnv(groveComm_t* comm) {
+groveResult_t groveCommInitEnv(groveComm_t* comm) { return groveCommInitEnvConfig(comm, nullptr); }
+
+groveResult_t groveCommInitEnvConfig(groveComm_t* comm, groveOptions_t options) {
   return guarded("groveCommInitEnv", [&] {
     requireNonNull(comm, "comm");
     *comm = nullptr;
-    *comm = grove::capi::registerHandle(grove::Communicator::fromEnv());
+    *comm = grove::capi::registerHandle(grove::Communicator::fromEnv(optionsOf(options)));
   });
 }
 
 groveResult_t groveCommInitAll(groveComm_t* comms, int ndev, const int* devlist) {
+  return groveCommInitAllConfig(comms, ndev, devlist, nullptr);
+}
+
+groveResult_t groveCommInitAllConfig(groveComm_t* comms, int ndev, const int* devlist,
+                                     groveOptions_t options) {
   return guarded("groveCommInitAll", [&] {
     requireNonNull(comms, "comms");
     if (ndev < 1) {
@@ -129,7 +180,7 @@ groveResult_t groveCommInitAll(groveComm_t* comms, int ndev, const int* devlist)
         }
       }
     }
-    std::vector<Communicator> group = Communicator::createInProcess(ndev);
+    std::vector<Communicator> group = Communicator::createInProcess(ndev, optionsOf(options));
     for (int i = 0; i < ndev; ++i) {
       comms[i] = grove::capi::registerHandle(std::move(group[static_cast<size_t>(i)]));
     }

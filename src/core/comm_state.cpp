@@ -69,7 +69,10 @@ const algo::Algorithm& CommState::chooseAlgorithm(const plan::PlanRequest& asked
       static_cast<int>(request.op),         request.root,  std::string(forced)};
   auto found = selections_.find(key);
   if (found != selections_.end()) return *found->second;
-  algo::Selection selection = algo::select(request, forced, config_.algo);
+  algo::CostParams params;
+  params.tileBytes = static_cast<double>(config_.slotBytes);
+  params.fifoDepth = static_cast<double>(config_.fifoDepth);
+  algo::Selection selection = algo::select(request, forced, config_.algo, params);
   log::info(rank_, "{} count {} {}: {}", plan::toString(request.collective), request.count,
             toString(request.type), selection.reason);
   if (selections_.size() > 4096) selections_.clear();

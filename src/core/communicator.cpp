@@ -84,12 +84,12 @@ Communicator::Communicator(Communicator&&) noexcept = default;
 Communicator& Communicator::operator=(Communicator&&) noexcept = default;
 Communicator::Communicator(std::shared_ptr<CommState> state) : state_(std::move(state)) {}
 
-std::vector<Communicator> Communicator::createInProcess(int nranks) {
+std::vector<Communicator> Communicator::createInProcess(int nranks, const Options& options) {
   if (nranks < 1) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("grove createInProcess: nranks is {} (expected at least 1)", nranks));
   }
-  detail::Config config = detail::Config::fromEnvironment();
+  detail::Config config = detail::Config::resolve(options.values());
   auto world = std::make_shared<transport::InprocWorld>(
       nranks, transport::FifoGeometry{config.slotBytes, config.fifoDepth});
   std::vector<Communicator> comms;

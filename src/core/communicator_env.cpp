@@ -2,10 +2,10 @@
 // through the launcher's environment variables or through a store the caller brings.
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <string_view>
 
 #include "bootstrap/launch.hpp"
+#include "common/parameters.hpp"
 #include "core/comm_state.hpp"
 #include "core/config.hpp"
 #include "core/process_bootstrap.hpp"
@@ -13,9 +13,10 @@
 
 namespace grove {
 
-Communicator Communicator::fromEnv() {
-  std::optional<bootstrap::LaunchInfo> info =
-      bootstrap::detectLaunch([](const char* name) { return std::getenv(name); });
+Communicator Communicator::fromEnv(const Options& options) {
+  // Options set from code answer before the environment, for the launch variables too.
+  const common::Getenv lookup = common::overlay(options.values());
+  std::optional<bootstrap::LaunchInfo> info = bootstrap::detectLaunch(lookup);
   if (!info) {
     throw Error(ErrorCode::kInvalidUsage,
                 "grove fromEnv: no launcher environment found; expected GROVE_RANK, "
@@ -23,13 +24,15 @@ Communicator Communicator::fromEnv() {
                 "WORLD_SIZE, MASTER_ADDR and MASTER_PORT, or Open MPI, MPICH or Slurm rank "
                 "variables together with GROVE_ROOT or MASTER_ADDR/MASTER_PORT");
   }
-  const char* store = std::getenv("GROVE_STORE");
-  const bool external = store != nullptr && std::string_view(store) == "external";
-  return fromState(detail::bootstrapProcess(*info, info->rank == 0 && !external));
+  const detail::Config config = detail::Config::resolve(options.values());
+  const common::ParamValue store =
+      common::resolveParameter(common::spec(common::Param::kStore), options.values());
+  const bool external = std::string_view(store.text) == "external";
+  return fromState(detail::bootstrapProcess(*info, config, info->rank == 0 && !external));
 }
 
 Communicator Communicator::fromStore(std::shared_ptr<Store> store, int rank, int size,
-                                     const StoreJoinOptions& options) {
+                                     const StoreJoinOptions& options, const Options& settings) {
   if (!store) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("grove fromStore (rank {} of {}): store is null (expected a Store "
@@ -46,10 +49,9 @@ Communicator Communicator::fromStore(std::shared_ptr<Store> store, int rank, int
   info.rank = rank;
   info.worldSize = size;
   info.source = "a store of the caller's";
-  info.secret = !options.secret.empty()
-                    ? options.secret
-                    : bootstrap::readSecret([](const char* name) { return std::getenv(name); });
-  detail::Config config = detail::Config::fromEnvironment();
+  info.secret = !options.secret.empty() ? options.secret
+                                        : bootstrap::readSecret(common::overlay(settings.values()));
+  detail::Config config = detail::Config::resolve(settings.values());
   if (options.timeout.count() > 0) config.timeout = options.timeout;
   detail::requireSecretIfAsked(config, info);
   return fromState(

@@ -1,66 +1,43 @@
 #include "core/config.hpp"
 
-#include <charconv>
-#include <cstdlib>
-#include <string_view>
-
-#include "grove/error.hpp"
-
 namespace grove::detail {
-namespace {
 
-// Parses an unsigned decimal environment variable in [min, max]; unset keeps `fallback`.
-uint64_t readNumber(const char* name, uint64_t fallback, uint64_t min, uint64_t max) {
-  const char* text = getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  std::string_view view(text);
-  uint64_t value = 0;
-  auto [end, error] = std::from_chars(view.data(), view.data() + view.size(), value);
-  if (error != std::errc() || end != view.data() + view.size() || value < min || value > max) {
-    throw Error(ErrorCode::kInvalidArgument,
-                std::string("grove: environment variable ") + name + "='" + text +
-                    "' is not valid; expected an integer in [" + std::to_string(min) + ", " +
-                    std::to_string(max) + "]");
-  }
-  return value;
-}
+using common::Param;
 
-}  // namespace
-
-Config Config::fromEnvironment() {
+Config Config::resolve(const common::ParamOverrides& overrides, const common::Getenv& getenv) {
+  const common::ParamValues values =
+      common::ParamValues::resolve(common::ParamScope::kCommunicator, overrides, getenv);
   Config config;
-  if (const char* algo = getenv("GROVE_ALGO")) config.algo = algo;
-  if (const char* topo = getenv("GROVE_TOPO_FILE")) config.topoFile = topo;
-  config.timeout = std::chrono::seconds(readNumber("GROVE_TIMEOUT", 300, 1, 86400 * 7));
+  config.algo = values.text(Param::kAlgo);
+  config.topoFile = values.text(Param::kTopoFile);
+  config.timeout = std::chrono::seconds(values.integer(Param::kTimeout));
   // At least 2 s (1 is taken as 2): heartbeats go out after 1 s of silence.
-  const uint64_t heartbeat = readNumber("GROVE_HEARTBEAT_TIMEOUT", 10, 0, 86400 * 7);
+  const int64_t heartbeat = values.integer(Param::kHeartbeatTimeout);
   config.heartbeatTimeout = std::chrono::seconds(heartbeat == 1 ? 2 : heartbeat);
-  config.slotBytes = readNumber("GROVE_SLOT_BYTES", config.slotBytes, 4096, 64u << 20);
-  if (config.slotBytes % 64 != 0) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "grove: GROVE_SLOT_BYTES must be a multiple of 64, got " +
-                    std::to_string(config.slotBytes));
+  config.slotBytes = static_cast<size_t>(values.integer(Param::kSlotBytes));
+  config.fifoDepth = static_cast<uint32_t>(values.integer(Param::kFifoDepth));
+  // Unset keeps -1, which the waiting policy reads as its own default (the table's).
+  if (values[Param::kSpinUs].source != common::ParamSource::kDefault) {
+    config.spin = std::chrono::microseconds(values.integer(Param::kSpinUs));
   }
-  config.fifoDepth = static_cast<uint32_t>(readNumber("GROVE_FIFO_DEPTH", 4, 2, 64));
-  if (const char* spin = getenv("GROVE_SPIN_US"); spin != nullptr && *spin != '\0') {
-    config.spin = std::chrono::microseconds(readNumber("GROVE_SPIN_US", 0, 0, 1'000'000));
-  }
-  config.verifyPlans = readNumber("GROVE_VERIFY", 0, 0, 1) == 1;
-  config.requireSecret = readNumber("GROVE_REQUIRE_SECRET", 0, 0, 1) == 1;
-  config.checkSignatures = readNumber("GROVE_CHECK", 0, 0, 1) == 1;
-  config.checksum = readNumber("GROVE_CHECKSUM", 0, 0, 1) == 1;
-  config.faultDelay =
-      std::chrono::microseconds(readNumber("GROVE_FAULT_DELAY_US", 0, 0, 60'000'000));
-  if (const char* rank = getenv("GROVE_FAULT_RANK"); rank != nullptr && *rank != '\0') {
-    config.faultRank = static_cast<int>(readNumber("GROVE_FAULT_RANK", 0, 0, 1u << 30));
-  }
-  const uint64_t direct = readNumber("GROVE_DIRECT", 1, 0, 2);
+  config.verifyPlans = values.flag(Param::kVerify);
+  config.requireSecret = values.flag(Param::kRequireSecret);
+  config.checkSignatures = values.flag(Param::kCheck);
+  config.checksum = values.flag(Param::kChecksum);
+  config.faultDelay = std::chrono::microseconds(values.integer(Param::kFaultDelayUs));
+  config.faultRank = static_cast<int>(values.integer(Param::kFaultRank));
+  const int64_t direct = values.integer(Param::kDirect);  // The index of "0|1|2".
   config.direct = direct >= 1;
   config.directCopies = direct == 2;
-  config.directMinBytes =
-      readNumber("GROVE_DIRECT_MIN_BYTES", config.directMinBytes, 1, uint64_t{1} << 50);
-  if (const char* trace = getenv("GROVE_TRACE")) config.tracePath = trace;
-  config.traceSteps = readNumber("GROVE_TRACE_STEPS", config.traceSteps, 1, 1u << 26);
+  config.directMinBytes = static_cast<size_t>(values.integer(Param::kDirectMinBytes));
+  config.tracePath = values.text(Param::kTrace);
+  config.traceSteps = static_cast<size_t>(values.integer(Param::kTraceSteps));
+  config.forceTcp = values.text(Param::kTransport) == "tcp";
+  config.socketInterfaces = values.text(Param::kSocketIfname);
+  config.hostId = values.text(Param::kHostId);
+  config.jobId = values.text(Param::kJobId);
+  config.nsocksGiven = values[Param::kNsocks].isSet();
+  config.faultCorruptFrame = static_cast<uint64_t>(values.integer(Param::kFaultCorruptFrame));
   return config;
 }
 

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/parameters.hpp"
+
 namespace grove::detail {
 
 struct Config {
@@ -20,10 +22,10 @@ struct Config {
   std::chrono::milliseconds heartbeatTimeout{10'000};
   /// GROVE_SLOT_BYTES (default 256 KiB, a multiple of 64): bytes per FIFO slot; also the
   /// executor's tile size.
-  size_t slotBytes = 256 * 1024;
+  size_t slotBytes = common::defaultInteger(common::Param::kSlotBytes);
   /// GROVE_FIFO_DEPTH (default 4, at least 2: the ring's fused steps hold one slot while
   /// they wait for the next): slots per FIFO.
-  uint32_t fifoDepth = 4;
+  uint32_t fifoDepth = common::defaultInteger(common::Param::kFifoDepth);
   /// GROVE_SPIN_US (default 200; -1 here means the default): how long a waiting rank polls
   /// before it sleeps on its doorbell. Polling yields the core every 64 polls after its
   /// first 2 microseconds (every 8 polls from the start when the host's ranks outnumber its
@@ -72,18 +74,34 @@ struct Config {
   /// GROVE_DIRECT_MIN_BYTES (default 1 MiB): the smallest call (the larger of its send and
   /// receive buffers, in bytes) that goes direct; below it the FIFOs' pipelined plans are as
   /// fast or faster (docs/tuning.md has the measurements). Every rank must see the same value.
-  size_t directMinBytes = 1024 * 1024;
+  size_t directMinBytes = common::defaultInteger(common::Param::kDirectMinBytes);
 
   /// GROVE_TRACE=PATH: write a Chrome trace of every call and step when the communicator is
   /// destroyed ("%r" in PATH becomes the rank; see docs/tracing.md). Empty: no tracing.
   std::string tracePath;
   /// GROVE_TRACE_STEPS (default 262144): step records kept per rank; later ones are dropped
   /// and counted. Reserved up front (about 80 bytes each) so tracing never allocates.
-  size_t traceSteps = 262144;
+  size_t traceSteps = common::defaultInteger(common::Param::kTraceSteps);
 
-  /// Reads the variables above; malformed values throw grove::Error(kInvalidArgument)
-  /// naming the variable.
-  static Config fromEnvironment();
+  /// GROVE_TRANSPORT=tcp: TCP even between processes of one host.
+  bool forceTcp = false;
+  /// GROVE_SOCKET_IFNAME: interfaces for TCP (NCCL syntax), empty = automatic.
+  std::string socketInterfaces;
+  /// GROVE_HOST_ID: overrides which processes count as one host; empty = detected.
+  std::string hostId;
+  /// GROVE_JOB_ID: the launcher's job id (names shared-memory segments); empty = none.
+  std::string jobId;
+  /// GROVE_NSOCKS was set: it is ignored, and the bootstrap says so.
+  bool nsocksGiven = false;
+  /// GROVE_FAULT_CORRUPT_FRAME (tests only, 0 = off): every incoming TCP connection flips a
+  /// bit of the N-th data frame it reads.
+  uint64_t faultCorruptFrame = 0;
+
+  /// Reads the knobs above from the parameter table (common/parameters.hpp): `overrides`
+  /// (grove::Options) first, then the environment, then the defaults. Malformed values throw
+  /// grove::Error(kInvalidArgument) naming the variable, its value and what was expected.
+  static Config resolve(const common::ParamOverrides& overrides,
+                        const common::Getenv& getenv = common::processEnvironment);
 };
 
 }  // namespace grove::detail

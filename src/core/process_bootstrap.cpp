@@ -63,10 +63,8 @@ int nextGeneration(const std::string& where, int rank) {
 
 }  // namespace
 
-std::string hostIdentity() {
-  if (const char* forced = std::getenv("GROVE_HOST_ID"); forced != nullptr && *forced != '\0') {
-    return forced;
-  }
+std::string hostIdentity(const std::string& forced) {
+  if (!forced.empty()) return forced;
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   std::string boot;
@@ -116,15 +114,14 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
                             "launcher's rank variables, source: {})",
                             rank, size, info.source));
   }
-  store->set(fmt::format("{}rank/{}", prefix, rank), fmt::format("{}|{}", size, hostIdentity()));
+  store->set(fmt::format("{}rank/{}", prefix, rank),
+             fmt::format("{}|{}", size, hostIdentity(config.hostId)));
   log::info(rank, "init: rank {} of {} claimed at the store {}, waiting for the others", rank, size,
             where);
   if (rank == 0) {
     // The launcher's job id (grove run removes /dev/shm/grove-<id>-* after the job).
-    const char* launcherJob = std::getenv("GROVE_JOB_ID");
-    store->set(prefix + "job", launcherJob != nullptr && *launcherJob != '\0'
-                                   ? std::string(launcherJob) + "-" + randomHex(4)
-                                   : randomHex(8));
+    store->set(prefix + "job",
+               !config.jobId.empty() ? config.jobId + "-" + randomHex(4) : randomHex(8));
   }
 
   transport::ProcessTransportSetup setup;
@@ -135,15 +132,15 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
   setup.geometry = {config.slotBytes, config.fifoDepth};
   setup.store = store;
   setup.keepAlive = std::move(server);
-  const char* forced = std::getenv("GROVE_TRANSPORT");
-  setup.forceTcp = forced != nullptr && std::string_view(forced) == "tcp";
+  setup.forceTcp = config.forceTcp;
   // Every lane has its own TCP connection (see TcpOptions::socketsPerPeer): GROVE_NSOCKS,
   // which once spread lanes over a fixed number of sockets, would bring back lanes blocking
   // each other, so it is no longer read.
-  if (std::getenv("GROVE_NSOCKS") != nullptr) {
+  if (config.nsocksGiven) {
     log::info(rank, "GROVE_NSOCKS is ignored: every lane has its own TCP connection");
   }
-  if (const char* ifname = std::getenv("GROVE_SOCKET_IFNAME")) setup.tcp.interfaces = ifname;
+  setup.tcp.interfaces = config.socketInterfaces;
+  setup.tcp.faultCorruptFrame = config.faultCorruptFrame;
   setup.tcp.secret = info.secret;
   setup.tcp.heartbeatTimeout = config.heartbeatTimeout;
   // The topology first: the TCP transport dials each peer over the link it names.
@@ -182,9 +179,8 @@ void requireSecretIfAsked(const Config& config, const bootstrap::LaunchInfo& inf
   }
 }
 
-std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, bool serveStore,
-                                            std::shared_ptr<void> runningServer) {
-  Config config = Config::fromEnvironment();
+std::shared_ptr<CommState> bootstrapProcess(const bootstrap::LaunchInfo& info, const Config& config,
+                                            bool serveStore, std::shared_ptr<void> runningServer) {
   requireSecretIfAsked(config, info);
   std::shared_ptr<void> server = std::move(runningServer);
   std::shared_ptr<bootstrap::Store> store;

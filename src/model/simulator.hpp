@@ -13,19 +13,22 @@
 #include <cstddef>
 #include <vector>
 
+#include "common/parameters.hpp"
 #include "plan/plan.hpp"
 #include "topo/topology.hpp"
 
 namespace grove::model {
 
 struct SimOptions {
-  size_t bytes = 0;               ///< Bytes per block of the call (allreduce: the whole buffer).
-  size_t elementSize = 4;         ///< Bytes per element (tiles hold whole elements).
-  size_t tileBytes = 256 * 1024;  ///< Tile size the executor uses (GROVE_SLOT_BYTES).
-  int fifoDepth = 4;              ///< Slots per connection (GROVE_FIFO_DEPTH).
-  double reduceGBps = 20.0;       ///< Local reduction throughput, GB/s of output.
-  double copyGBps = 20.0;         ///< Local copy throughput.
-  double stepOverheadUs = 0.5;    ///< Fixed cost of starting one step on one tile.
+  size_t bytes = 0;        ///< Bytes per block of the call (allreduce: the whole buffer).
+  size_t elementSize = 4;  ///< Bytes per element (tiles hold whole elements).
+  /// Tile size the executor uses (GROVE_SLOT_BYTES).
+  size_t tileBytes = common::defaultInteger(common::Param::kSlotBytes);
+  /// Slots per connection (GROVE_FIFO_DEPTH).
+  int fifoDepth = common::defaultInteger(common::Param::kFifoDepth);
+  double reduceGBps = 20.0;     ///< Local reduction throughput, GB/s of output.
+  double copyGBps = 20.0;       ///< Local copy throughput.
+  double stepOverheadUs = 0.5;  ///< Fixed cost of starting one step on one tile.
 };
 
 struct Prediction {

@@ -466,8 +466,37 @@ static void testStaleAndForeignHandles(void) {
   CHECK(groveCommDestroy((groveComm_t)&local) == groveInvalidArgument);
 }
 
+/* Knobs set from code: a small slot size (every message is many tiles) and GROVE_CHECK,
+ * through an options handle that is freed before the communicators are used. */
+static void testInitAllWithOptions(void) {
+  enum { kRanks = 3, kCount = 5000 };
+  groveOptions_t options = NULL;
+  CHECK(groveOptionsCreate(&options) == groveSuccess);
+  CHECK(groveOptionsSet(options, "GROVE_SLOT_BYTES", "4096") == groveSuccess);
+  CHECK(groveOptionsSet(options, "GROVE_CHECK", "1") == groveSuccess);
+  CHECK(groveOptionsSet(options, "GROVE_SLOT_BYTES", "4000") == groveInvalidArgument);
+  CHECK(strstr(groveGetLastError(NULL), "GROVE_SLOT_BYTES") != NULL);
+  groveComm_t comms[kRanks];
+  CHECK(groveCommInitAllConfig(comms, kRanks, NULL, options) == groveSuccess);
+  CHECK(groveOptionsDestroy(options) == groveSuccess);
+  static int32_t data[kRanks][kCount];
+  for (int r = 0; r < kRanks; ++r) {
+    for (int i = 0; i < kCount; ++i) data[r][i] = r + i;
+  }
+  CHECK(groveGroupStart() == groveSuccess);
+  for (int r = 0; r < kRanks; ++r) {
+    CHECK(groveAllReduce(data[r], data[r], kCount, groveInt32, groveSum, comms[r]) == groveSuccess);
+  }
+  CHECK(groveGroupEnd() == groveSuccess);
+  for (int r = 0; r < kRanks; ++r) {
+    for (int i = 0; i < kCount; ++i) CHECK(data[r][i] == 3 + 3 * i);
+    CHECK(groveCommDestroy(comms[r]) == groveSuccess);
+  }
+}
+
 int main(void) {
   testVersionAndStrings();
+  testInitAllWithOptions();
   testStaleAndForeignHandles();
   testInitAll(3);
   testInitAll(4);

@@ -29,7 +29,6 @@
 
 #include "grove/memory.hpp"
 #include "multirank/harness.hpp"
-#include "support/scoped_env.hpp"
 
 #if __has_include("exec/direct.hpp")
 constexpr bool kDirectLanded = true;
@@ -39,8 +38,6 @@ constexpr bool kDirectLanded = false;
 
 namespace grove::mr {
 namespace {
-
-using test::ScopedEnv;
 
 constexpr size_t kCounts[] = {0, 1, 7, 1000};
 // Divisible by no rank count > 1 tested; several allreduce rounds of the direct path. Under
@@ -260,11 +257,21 @@ void runCase(Communicator& comm, const Case& c) {
   EXPECT_TRUE(recvRegion.intact()) << where << ": a byte around the receive buffer changed";
 }
 
-/// Runs `cases` in order on every rank of an in-process group of `nranks`.
+/// Direct for every call that can go direct: GROVE_DIRECT=1, GROVE_DIRECT_MIN_BYTES=1.
+Options directAlways() {
+  Options options;
+  options.set("GROVE_DIRECT", "1").set("GROVE_DIRECT_MIN_BYTES", "1");
+  return options;
+}
+
+/// Runs `cases` in order on every rank of an in-process group of `nranks` (directAlways).
 void runCases(int nranks, const std::vector<Case>& cases) {
-  runRanks(nranks, [&](Communicator& comm) {
-    for (const Case& c : cases) runCase(comm, c);
-  });
+  runRanks(
+      nranks,
+      [&](Communicator& comm) {
+        for (const Case& c : cases) runCase(comm, c);
+      },
+      directAlways());
 }
 
 /// The cases of one collective over every type (and operator) at the small counts, in and
@@ -302,18 +309,19 @@ struct TracedCall {
   std::string algorithm;
 };
 
-/// Runs `fn` on every rank of a fresh group of `nranks` with GROVE_TRACE set, and returns each
-/// rank's traced calls (written when the group is destroyed).
+/// Runs `fn` on every rank of a fresh group of `nranks` with `options` and GROVE_TRACE set, and
+/// returns each rank's traced calls (written when the group is destroyed).
 std::vector<std::vector<TracedCall>> runTraced(int nranks,
-                                               const std::function<void(Communicator&)>& fn) {
+                                               const std::function<void(Communicator&)>& fn,
+                                               Options options = directAlways()) {
   namespace fs = std::filesystem;
   static std::atomic<int> serial{0};
   const fs::path dir = fs::temp_directory_path() / ("grove-direct-" + std::to_string(getpid()) +
                                                     "-" + std::to_string(serial++));
   fs::create_directories(dir);
   {
-    ScopedEnv trace({{"GROVE_TRACE", (dir / "trace-%r.json").string()}});
-    auto comms = Communicator::createInProcess(nranks);
+    options.set("GROVE_TRACE", (dir / "trace-%r.json").string());
+    auto comms = Communicator::createInProcess(nranks, options);
     runOnComms(comms, fn);
   }
   std::vector<std::vector<TracedCall>> calls(static_cast<size_t>(nranks));
@@ -354,10 +362,7 @@ void expectDirect(const std::vector<std::vector<TracedCall>>& calls, uint64_t mi
 
 // ---- the tests ---------------------------------------------------------------------------------
 
-class DirectThreads : public ::testing::TestWithParam<int> {
- protected:
-  ScopedEnv env_{{"GROVE_DIRECT", "1"}, {"GROVE_DIRECT_MIN_BYTES", "1"}};
-};
+class DirectThreads : public ::testing::TestWithParam<int> {};
 
 TEST_P(DirectThreads, AllReduceEveryTypeAndOperator) {
   runCases(GetParam(), everyShape(Collective::kAllReduce, GetParam(), Mode::kOrdinary));
@@ -480,7 +485,6 @@ TEST_P(DirectThreads, EveryNonEmptyCallOfTheFourCollectivesRunsDirect) {
 
 TEST_P(DirectThreads, GroveDirect0TurnsItOff) {
   const int n = GetParam();
-  ScopedEnv off({{"GROVE_DIRECT", "0"}});
   std::vector<Case> cases;
   uint32_t salt = 9;
   for (bool inPlace : {false, true}) {
@@ -495,9 +499,12 @@ TEST_P(DirectThreads, GroveDirect0TurnsItOff) {
                        inPlace, Mode::kOrdinary, 0, salt++});
     }
   }
-  auto calls = runTraced(n, [&](Communicator& comm) {
-    for (const Case& c : cases) runCase(comm, c);
-  });
+  auto calls = runTraced(
+      n,
+      [&](Communicator& comm) {
+        for (const Case& c : cases) runCase(comm, c);
+      },
+      directAlways().set("GROVE_DIRECT", "0"));
   expectDirect(calls, UINT64_MAX);  // Nothing direct, whether or not the executor exists.
 }
 
@@ -506,17 +513,19 @@ INSTANTIATE_TEST_SUITE_P(Ranks, DirectThreads, ::testing::Values(2, 3, 5), rankC
 // The default threshold: tiny calls take the normal path, calls of several MiB go direct.
 TEST(DirectThreadsDefault, SmallCallsStayOnTheNormalPathLargeOnesGoDirect) {
   constexpr int kRanks = 3;
-  ScopedEnv on({{"GROVE_DIRECT", "1"}});
-  auto calls = runTraced(kRanks, [](Communicator& comm) {
-    runCase(comm, {Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum, 2, 0, false,
-                   Mode::kOrdinary, 0, 1});
-    runCase(comm, {Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum, kAboveDefault, 0,
-                   false, Mode::kOrdinary, 0, 2});
-    runCase(comm, {Collective::kBroadcast, DataType::kUint8, ReduceOp::kSum, 5, 1, true,
-                   Mode::kRegistered, 0, 3});
-    runCase(comm, {Collective::kBroadcast, DataType::kFloat32, ReduceOp::kSum, kAboveDefault, 1,
-                   true, Mode::kRegistered, 0, 4});
-  });
+  auto calls = runTraced(
+      kRanks,
+      [](Communicator& comm) {
+        runCase(comm, {Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum, 2, 0, false,
+                       Mode::kOrdinary, 0, 1});
+        runCase(comm, {Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum, kAboveDefault, 0,
+                       false, Mode::kOrdinary, 0, 2});
+        runCase(comm, {Collective::kBroadcast, DataType::kUint8, ReduceOp::kSum, 5, 1, true,
+                       Mode::kRegistered, 0, 3});
+        runCase(comm, {Collective::kBroadcast, DataType::kFloat32, ReduceOp::kSum, kAboveDefault, 1,
+                       true, Mode::kRegistered, 0, 4});
+      },
+      Options().set("GROVE_DIRECT", "1"));
   if (!kDirectLanded) GTEST_SKIP() << "the direct executor is not in the tree yet: values only";
   ASSERT_EQ(calls[0].size(), 4u);
   for (int rank = 0; rank < kRanks; ++rank) {
@@ -529,7 +538,6 @@ TEST(DirectThreadsDefault, SmallCallsStayOnTheNormalPathLargeOnesGoDirect) {
 
 // One rank has no peer to read: the call is a copy (or nothing in place), never direct.
 TEST(DirectThreadsOneRank, ValuesAreRightAndNothingRunsDirect) {
-  ScopedEnv env({{"GROVE_DIRECT", "1"}, {"GROVE_DIRECT_MIN_BYTES", "1"}});
   std::vector<Case> cases;
   for (Mode mode : {Mode::kOrdinary, Mode::kRegistered}) {
     for (Collective collective : {Collective::kAllReduce, Collective::kReduceScatter,

@@ -111,9 +111,11 @@ inline void runOnComms(std::vector<Communicator>& comms,
   throw std::runtime_error(message);
 }
 
-/// Creates an in-process group of `nranks` and runs `fn` on every rank (see runOnComms).
-inline void runRanks(int nranks, const std::function<void(Communicator&)>& fn) {
-  auto comms = Communicator::createInProcess(nranks);
+/// Creates an in-process group of `nranks` with `options` and runs `fn` on every rank (see
+/// runOnComms).
+inline void runRanks(int nranks, const std::function<void(Communicator&)>& fn,
+                     const Options& options = {}) {
+  auto comms = Communicator::createInProcess(nranks, options);
   runOnComms(comms, fn);
 }
 

@@ -25,7 +25,6 @@
 #include <cstring>
 
 #include "multirank/harness.hpp"
-#include "support/scoped_env.hpp"
 
 namespace grove::mr {
 namespace {
@@ -153,10 +152,7 @@ void runSweep(int n) {
   std::vector<std::vector<std::vector<std::vector<std::byte>>>> outputs(
       2, std::vector<std::vector<std::vector<std::byte>>>(cases.size(),
                                                           std::vector<std::vector<std::byte>>(n)));
-  auto comms = [n] {  // the slot size is read when the communicators are made
-    test::ScopedEnv env({{"GROVE_SLOT_BYTES", kSlotBytes}});
-    return Communicator::createInProcess(n);
-  }();
+  auto comms = Communicator::createInProcess(n, Options().set("GROVE_SLOT_BYTES", kSlotBytes));
   runOnComms(comms, [&](Communicator& comm) {
     for (int round = 0; round < 2; ++round) {
       for (size_t i = 0; i < cases.size(); ++i) {

@@ -30,7 +30,6 @@
 
 #include "multirank/harness.hpp"
 #include "support/integrity.hpp"
-#include "support/scoped_env.hpp"
 
 namespace grove::mr {
 namespace {
@@ -51,8 +50,6 @@ size_t largeCount(DataType type) {
       return 16411;
   }
 }
-
-using test::ScopedEnv;
 
 enum class Kind { kAllReduce, kReduceBroadcast, kBroadcast, kAllGather, kReduceScatter };
 
@@ -271,8 +268,8 @@ std::string checkShare(const Case& c, const std::vector<std::byte>& out, int me,
 void runSweep(const Target& target) {
   const int n = target.nranks;
   const std::vector<Case> cases = makeCases(target);
-  ScopedEnv env({{"GROVE_TOPO_FILE", target.spec}, {"GROVE_SLOT_BYTES", "4096"}});
-  std::vector<Communicator> comms = Communicator::createInProcess(n);
+  std::vector<Communicator> comms = Communicator::createInProcess(
+      n, Options().set("GROVE_TOPO_FILE", target.spec).set("GROVE_SLOT_BYTES", "4096"));
   std::vector<std::vector<std::byte>> shared(n);
   runOnComms(comms, [&](Communicator& comm) {
     const int me = comm.rank();

@@ -15,13 +15,11 @@
 #include "exec/message_tag.hpp"
 #include "grove/communicator.hpp"
 #include "grove/error.hpp"
-#include "support/scoped_env.hpp"
 #include "transport/fifo.hpp"
 
 namespace grove {
 namespace {
 
-using test::ScopedEnv;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
@@ -133,8 +131,7 @@ TEST(MismatchThreads, CountOperatorAndRootDifferencesAreNamed) {
 TEST(MismatchThreads, RootsThatDifferAreCaughtBeforeTheCallWithChecking) {
   // Rank 0 believes rank 1 is the root, the others rank 0: every rank waits to receive and
   // no message could carry the difference (without GROVE_CHECK: a timeout naming the peer).
-  ScopedEnv env({{"GROVE_CHECK", "1"}});
-  auto comms = Communicator::createInProcess(3);
+  auto comms = Communicator::createInProcess(3, Options().set("GROVE_CHECK", "1"));
   auto outcomes = runMismatched(comms, [](int rank, Communicator& comm) {
     std::vector<float> data(64, 1.0f);
     comm.broadcast(data.data(), data.data(), data.size(), DataType::kFloat32, rank == 0 ? 1 : 0,
@@ -193,8 +190,7 @@ TEST(MismatchThreads, SendAndRecvWithDifferentCountsAreCaught) {
 }
 
 TEST(MismatchThreads, CheckedSignaturesFailEveryRankAndKeepTheCommunicatorUsable) {
-  ScopedEnv env({{"GROVE_CHECK", "1"}});
-  auto comms = Communicator::createInProcess(3);
+  auto comms = Communicator::createInProcess(3, Options().set("GROVE_CHECK", "1"));
   std::vector<Outcome> outcomes(3);
   std::vector<int32_t> after(3, 0);
   std::vector<std::thread> threads;
@@ -233,9 +229,10 @@ TEST(MismatchThreads, CheckedSignaturesFailEveryRankAndKeepTheCommunicatorUsable
 }
 
 TEST(MismatchThreads, CheckedAndChecksummedCallsGiveExactResults) {
-  ScopedEnv env({{"GROVE_CHECK", "1"}, {"GROVE_CHECKSUM", "1"}, {"GROVE_SLOT_BYTES", "4096"}});
+  Options options;
+  options.set("GROVE_CHECK", "1").set("GROVE_CHECKSUM", "1").set("GROVE_SLOT_BYTES", "4096");
   for (int n : {1, 2, 3, 5}) {
-    auto comms = Communicator::createInProcess(n);
+    auto comms = Communicator::createInProcess(n, options);
     std::vector<std::thread> threads;
     std::vector<std::string> problems(n);
     for (int r = 0; r < n; ++r) {

@@ -10,13 +10,11 @@
 #include <optional>
 
 #include "multirank/harness.hpp"
-#include "support/scoped_env.hpp"
 
 namespace grove::mr {
 namespace {
 
 using plan::Collective;
-using test::ScopedEnv;
 
 const std::vector<size_t> kCounts = {0, 1, 7, 1000, 70001};
 
@@ -102,8 +100,8 @@ void checkReduceScatter(Communicator& comm, size_t count) {
 void runOn(const std::string& spec, int nranks, bool rooted,
            const std::vector<std::string>& allReduceAlgos, bool rsagData) {
   SCOPED_TRACE("GROVE_TOPO_FILE=" + spec);
-  ScopedEnv env({{"GROVE_TOPO_FILE", spec}, {"GROVE_SLOT_BYTES", "4096"}});
-  std::vector<Communicator> comms = Communicator::createInProcess(nranks);
+  std::vector<Communicator> comms = Communicator::createInProcess(
+      nranks, Options().set("GROVE_TOPO_FILE", spec).set("GROVE_SLOT_BYTES", "4096"));
   runOnComms(comms, [&](Communicator& comm) {
     for (size_t count : kCounts) {
       for (const std::string& algo : allReduceAlgos) {

@@ -232,15 +232,7 @@ TEST(ShrinkThreads, OneSurvivor) {
 // deadline (GROVE_TIMEOUT, 1 s here; kTimeout, or kRemoteError once a member of its group
 // timed out) naming the list it was given.
 TEST(ShrinkThreads, DisagreementFailsAtTheDeadline) {
-  const char* saved = std::getenv("GROVE_TIMEOUT");
-  std::optional<std::string> previous = saved ? std::optional<std::string>(saved) : std::nullopt;
-  setenv("GROVE_TIMEOUT", "1", 1);
-  auto comms = Communicator::createInProcess(3);
-  if (previous) {
-    setenv("GROVE_TIMEOUT", previous->c_str(), 1);
-  } else {
-    unsetenv("GROVE_TIMEOUT");
-  }
+  auto comms = Communicator::createInProcess(3, Options().set("GROVE_TIMEOUT", "1"));
   runOnComms(comms, [&](Communicator& comm) {
     const int me = comm.rank();
     std::vector<int> excluded;

@@ -17,26 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Sets an environment variable for one test and restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_.empty()) {
-      unsetenv(name_);
-    } else {
-      setenv(name_, old_.c_str(), 1);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-};
-
 std::vector<nlohmann::json> eventsOf(const nlohmann::json& trace, const std::string& category) {
   std::vector<nlohmann::json> events;
   for (const auto& event : trace["traceEvents"]) {
@@ -51,8 +31,8 @@ TEST(TraceThreads, BroadcastStepsAddUpToTheBytesEveryRankReceived) {
   constexpr int kRanks = 3;
   constexpr size_t kCount = 1001;
   {
-    ScopedEnv trace("GROVE_TRACE", (dir / "trace-%r.json").string());
-    auto comms = Communicator::createInProcess(kRanks);
+    auto comms = Communicator::createInProcess(
+        kRanks, Options().set("GROVE_TRACE", (dir / "trace-%r.json").string()));
     mr::runOnComms(comms, [&](Communicator& comm) {
       std::vector<float> data(kCount, comm.rank() == 1 ? 2.5f : 0.0f);
       comm.broadcast(data.data(), data.data(), kCount, DataType::kFloat32, 1);
@@ -103,9 +83,10 @@ TEST(TraceThreads, FullBufferDropsAndCountsLaterSteps) {
   const fs::path dir = fs::temp_directory_path() / ("grove-trace-drop-" + std::to_string(getpid()));
   fs::create_directories(dir);
   {
-    ScopedEnv trace("GROVE_TRACE", (dir / "trace-%r.json").string());
-    ScopedEnv steps("GROVE_TRACE_STEPS", "2");
-    auto comms = Communicator::createInProcess(2);
+    auto comms =
+        Communicator::createInProcess(2, Options()
+                                             .set("GROVE_TRACE", (dir / "trace-%r.json").string())
+                                             .set("GROVE_TRACE_STEPS", "2"));
     mr::runOnComms(comms, [&](Communicator& comm) {
       int32_t value = 1;
       for (int i = 0; i < 3; ++i) {
@@ -123,8 +104,8 @@ TEST(TraceThreads, FullBufferDropsAndCountsLaterSteps) {
 }
 
 TEST(TraceThreads, UnwritablePathLeavesTheCallsWorking) {
-  ScopedEnv trace("GROVE_TRACE", "/nonexistent-grove-dir/trace-%r.json");
-  auto comms = Communicator::createInProcess(2);
+  auto comms = Communicator::createInProcess(
+      2, Options().set("GROVE_TRACE", "/nonexistent-grove-dir/trace-%r.json"));
   mr::runOnComms(comms, [&](Communicator& comm) {
     int32_t value = comm.rank() + 1;
     comm.allReduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum);

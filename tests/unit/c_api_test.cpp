@@ -3,7 +3,6 @@
 // happy paths are exercised from C by tests/c_api/c_api_test.c.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -21,28 +20,20 @@ std::string lastError() { return groveGetLastError(nullptr); }
     EXPECT_NE(lastError().find(text), std::string::npos) << lastError(); \
   } while (0)
 
-/// Sets an environment variable for the lifetime of the object.
-class ScopedEnv {
+/// A groveOptions_t with `key` = `value`, destroyed with the object.
+class OptionsHandle {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      old_ = old;
-      hadOld_ = true;
-    }
-    setenv(name, value, 1);
+  OptionsHandle(const char* key, const char* value) {
+    EXPECT_EQ(groveOptionsCreate(&options_), groveSuccess);
+    EXPECT_EQ(groveOptionsSet(options_, key, value), groveSuccess) << lastError();
   }
-  ~ScopedEnv() {
-    if (hadOld_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
+  ~OptionsHandle() { groveOptionsDestroy(options_); }
+  OptionsHandle(const OptionsHandle&) = delete;
+  OptionsHandle& operator=(const OptionsHandle&) = delete;
+  groveOptions_t get() const { return options_; }
 
  private:
-  const char* name_;
-  std::string old_;
-  bool hadOld_ = false;
+  groveOptions_t options_ = nullptr;
 };
 
 /// One single-rank communicator: blocking calls complete without peers.
@@ -124,21 +115,48 @@ TEST(CApi, InitRankAloneWorks) {
 }
 
 TEST(CApi, InitRankTimesOutWhenPeersNeverCome) {
-  ScopedEnv timeout("GROVE_TIMEOUT", "1");
+  OptionsHandle timeout("GROVE_TIMEOUT", "1");
   groveUniqueId id{};
   ASSERT_EQ(groveGetUniqueId(&id), groveSuccess);
   groveComm_t comm = nullptr;
-  EXPECT_EQ(groveCommInitRank(&comm, 2, id, 0), groveTimeout);
+  EXPECT_EQ(groveCommInitRankConfig(&comm, 2, id, 0, timeout.get()), groveTimeout);
   EXPECT_EQ(comm, nullptr);
   EXPECT_NE(lastError().find("groveCommInitRank"), std::string::npos) << lastError();
 }
 
-TEST(CApi, InitRankRejectsMalformedTimeout) {
-  ScopedEnv timeout("GROVE_TIMEOUT", "soon");
-  groveUniqueId id{};
-  ASSERT_EQ(groveGetUniqueId(&id), groveSuccess);
-  groveComm_t comm = nullptr;
-  EXPECT_RESULT_MENTIONS(groveCommInitRank(&comm, 1, id, 0), groveInvalidArgument, "GROVE_TIMEOUT");
+TEST(CApi, OptionsSetRejectsMalformedValuesNamingTheKnob) {
+  groveOptions_t options = nullptr;
+  ASSERT_EQ(groveOptionsCreate(&options), groveSuccess);
+  EXPECT_RESULT_MENTIONS(groveOptionsSet(options, "GROVE_TIMEOUT", "soon"), groveInvalidArgument,
+                         "GROVE_TIMEOUT='soon' (set from code) is not valid");
+  EXPECT_RESULT_MENTIONS(groveOptionsSet(options, "GROVE_NO_SUCH", "1"), groveInvalidArgument,
+                         "'GROVE_NO_SUCH' is not a grove knob");
+  EXPECT_RESULT_MENTIONS(groveOptionsSet(options, "GROVE_DEBUG", "INFO"), groveInvalidArgument,
+                         "GROVE_DEBUG is read once per process");
+  EXPECT_RESULT_MENTIONS(groveOptionsSet(options, nullptr, "1"), groveInvalidArgument, "key");
+  EXPECT_RESULT_MENTIONS(groveOptionsSet(options, "GROVE_TIMEOUT", nullptr), groveInvalidArgument,
+                         "value");
+  EXPECT_RESULT_MENTIONS(groveOptionsSet(nullptr, "GROVE_TIMEOUT", "1"), groveInvalidArgument,
+                         "options");
+  EXPECT_RESULT_MENTIONS(groveOptionsCreate(nullptr), groveInvalidArgument, "options");
+  EXPECT_EQ(groveOptionsDestroy(options), groveSuccess);
+  EXPECT_EQ(groveOptionsDestroy(nullptr), groveSuccess);
+}
+
+TEST(CApi, InitAllConfigAppliesTheOptions) {
+  // GROVE_CHECK=1 set from code: a count that differs between ranks fails on every rank
+  // before the call (without it each rank would wait for data that never matches).
+  OptionsHandle check("GROVE_CHECK", "1");
+  groveComm_t comms[2] = {};
+  ASSERT_EQ(groveCommInitAllConfig(comms, 2, nullptr, check.get()), groveSuccess) << lastError();
+  int32_t value[2][2] = {{1, 2}, {3, 4}};
+  ASSERT_EQ(groveGroupStart(), groveSuccess);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(groveAllReduce(value[r], value[r], 1 + r, groveInt32, groveSum, comms[r]),
+              groveSuccess);
+  }
+  EXPECT_RESULT_MENTIONS(groveGroupEnd(), groveInvalidUsage, "differ");
+  for (groveComm_t comm : comms) EXPECT_EQ(groveCommDestroy(comm), groveSuccess);
 }
 
 TEST(CApi, InitAllRejectsBadArguments) {
@@ -320,9 +338,9 @@ TEST(CApi, SendRecvPairInOneGroupFromOneThread) {
 }
 
 TEST(CApi, AbortedPeerGivesRemoteErrorNotHang) {
-  ScopedEnv timeout("GROVE_TIMEOUT", "30");
+  OptionsHandle timeout("GROVE_TIMEOUT", "30");
   groveComm_t comms[3] = {};
-  ASSERT_EQ(groveCommInitAll(comms, 3, nullptr), groveSuccess);
+  ASSERT_EQ(groveCommInitAllConfig(comms, 3, nullptr, timeout.get()), groveSuccess);
   EXPECT_EQ(groveCommAbort(comms[2]), groveSuccess);
   int32_t value[2] = {1, 2};
   ASSERT_EQ(groveGroupStart(), groveSuccess);

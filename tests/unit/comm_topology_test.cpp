@@ -130,21 +130,16 @@ void onRanks(std::vector<Communicator>& comms, const std::function<void(Communic
   for (size_t r = 0; r < comms.size(); ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
 
-class WithTopoFile {
- public:
-  explicit WithTopoFile(const std::string& spec) { ::setenv("GROVE_TOPO_FILE", spec.c_str(), 1); }
-  ~WithTopoFile() { ::unsetenv("GROVE_TOPO_FILE"); }
-};
+Options withTopoFile(const std::string& spec) { return Options().set("GROVE_TOPO_FILE", spec); }
 
 TEST(CommTopology, InProcessCommunicatorRejectsATopologyOfAnotherSize) {
-  WithTopoFile spec("dgx1v:0,1,4");
-  std::string message = errorOf([] { Communicator::createInProcess(4); });
+  std::string message =
+      errorOf([] { Communicator::createInProcess(4, withTopoFile("dgx1v:0,1,4")); });
   EXPECT_NE(message.find("has 3 ranks, the communicator has 4"), std::string::npos) << message;
 }
 
 TEST(CommTopology, CollectivesAndSplitsRunWithATopology) {
-  WithTopoFile spec("dgx1v");
-  std::vector<Communicator> comms = Communicator::createInProcess(8);
+  std::vector<Communicator> comms = Communicator::createInProcess(8, withTopoFile("dgx1v"));
   onRanks(comms, [](Communicator& comm) {
     const int me = comm.rank();
     // Odd count, not a multiple of anything.

@@ -291,27 +291,18 @@ TEST(Simulator, RejectsRankCountMismatchMissingRouteAndDeadlock) {
   EXPECT_EQ(codeOf(stuck, fullMesh(2, 1, 0)), ErrorCode::kInvalidArgument);
 }
 
-// Selection simulates with the executor's geometry: GROVE_SLOT_BYTES and GROVE_FIFO_DEPTH
-// when set (as Config reads them), the defaults otherwise or when malformed.
+// Selection simulates with the executor's geometry: the communicator's GROVE_SLOT_BYTES and
+// GROVE_FIFO_DEPTH, passed in the cost parameters (the table's defaults unless set).
 TEST(SelectTopology, SimOptionsFollowTheExecutorsGeometry) {
-  const algo::CostParams params;
-  ::unsetenv("GROVE_SLOT_BYTES");
-  ::unsetenv("GROVE_FIFO_DEPTH");
+  algo::CostParams params;
   model::SimOptions options = algo::selectionSimOptions(params, nullptr);
   EXPECT_EQ(options.tileBytes, size_t{256 * 1024});
   EXPECT_EQ(options.fifoDepth, 4);
-  ::setenv("GROVE_SLOT_BYTES", "65536", 1);
-  ::setenv("GROVE_FIFO_DEPTH", "16", 1);
+  params.tileBytes = 65536;
+  params.fifoDepth = 16;
   options = algo::selectionSimOptions(params, nullptr);
   EXPECT_EQ(options.tileBytes, size_t{65536});
   EXPECT_EQ(options.fifoDepth, 16);
-  ::setenv("GROVE_SLOT_BYTES", "64k", 1);
-  ::setenv("GROVE_FIFO_DEPTH", "1", 1);  // below Config's minimum of 2
-  options = algo::selectionSimOptions(params, nullptr);
-  EXPECT_EQ(options.tileBytes, size_t{256 * 1024});
-  EXPECT_EQ(options.fifoDepth, 4);
-  ::unsetenv("GROVE_SLOT_BYTES");
-  ::unsetenv("GROVE_FIFO_DEPTH");
 }
 
 TEST(SelectTopology, SizeBucketsAreQuarterOctaves) {

@@ -14,14 +14,15 @@
 #include <tuple>
 #include <vector>
 
+#include "common/parameters.hpp"
 #include "transport/transport.hpp"
 
 namespace grove::transport {
 
 /// FIFO geometry, identical on every rank of a communicator.
 struct FifoGeometry {
-  size_t slotBytes = 256 * 1024;
-  uint32_t depth = 4;
+  size_t slotBytes = common::defaultInteger(common::Param::kSlotBytes);
+  uint32_t depth = common::defaultInteger(common::Param::kFifoDepth);
 };
 
 /// State shared by all ranks of one in-process communicator.

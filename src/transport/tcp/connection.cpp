@@ -22,7 +22,7 @@ constexpr size_t kDiscardChunk = 64 << 10;
 }  // namespace
 
 Connection::Connection(net::UniqueFd socket, int peer, int stream, int streams, Direction direction,
-                       size_t slotBytes, LaneLookup lookup, int ranks)
+                       size_t slotBytes, LaneLookup lookup, int ranks, uint64_t corruptFrame)
     : socket_(std::move(socket)),
       peer_(peer),
       stream_(stream),
@@ -30,13 +30,8 @@ Connection::Connection(net::UniqueFd socket, int peer, int stream, int streams, 
       direction_(direction),
       slotBytes_(slotBytes),
       lookup_(std::move(lookup)),
-      ranks_(ranks) {
-  if (direction_ == Direction::kIncoming) {
-    if (const char* corrupt = std::getenv("GROVE_FAULT_CORRUPT_FRAME")) {
-      corruptFrame_ = std::strtoull(corrupt, nullptr, 10);
-    }
-  }
-}
+      ranks_(ranks),
+      corruptFrame_(direction == Direction::kIncoming ? corruptFrame : 0) {}
 
 void Connection::addSendLane(Fifo* fifo, uint16_t lane) { lanes_.push_back(SendLane{fifo, lane}); }
 

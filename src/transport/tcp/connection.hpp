@@ -41,9 +41,10 @@ class Connection {
   using Clock = std::chrono::steady_clock;
 
   /// `ranks`: the communicator's size, to check the origin of an abort notice (0: the
-  /// notice's origin is replaced by `peer`).
+  /// notice's origin is replaced by `peer`). `corruptFrame`: see corruptFrame_ (incoming
+  /// connections only; 0 = off).
   Connection(net::UniqueFd socket, int peer, int stream, int streams, Direction direction,
-             size_t slotBytes, LaneLookup lookup, int ranks = 0);
+             size_t slotBytes, LaneLookup lookup, int ranks = 0, uint64_t corruptFrame = 0);
 
   int fd() const { return socket_.get(); }
   int peer() const { return peer_; }

@@ -165,7 +165,8 @@ class NetworkLoop {
     auto connection = std::make_unique<Connection>(
         std::move(handoff.socket), peer, handoff.stream, s_.options.socketsPerPeer,
         handoff.direction, s_.options.geometry.slotBytes,
-        [this, peer](uint16_t lane) { return &s_.recvFifo(peer, lane); }, s_.options.size);
+        [this, peer](uint16_t lane) { return &s_.recvFifo(peer, lane); }, s_.options.size,
+        s_.options.faultCorruptFrame);
     s_.heard(peer, steadyNs());
     if (outgoing) {
       auto waiting = waitingLanes_.find(key);

@@ -48,6 +48,9 @@ struct TcpOptions {
   /// address and a peer with an entry is dialed at that address (with its published port),
   /// so each edge of a plan really travels its own link.
   std::vector<std::string> linkAddresses;
+  /// Tests (GROVE_FAULT_CORRUPT_FRAME): every incoming connection flips a bit of the N-th
+  /// non-empty data frame it reads; 0 = off.
+  uint64_t faultCorruptFrame = 0;
 };
 
 class TcpLinks {
