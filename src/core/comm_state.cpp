@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
+#include "algo/registry.hpp"
 #include "core/comm_topology.hpp"
-#include "core/log.hpp"
+#include "common/log.hpp"
 #include "core/signature_check.hpp"
 #include "exec/message_tag.hpp"
 #include "plan/printer.hpp"
@@ -18,6 +20,21 @@
 namespace grove::detail {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// Messages carry a hash of their algorithm's name; the executor's layer cannot see the
+/// registry, so the names are handed down once, before any communicator exchanges a message.
+void nameAlgorithmsOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<std::string_view> names;
+    for (const algo::Algorithm& algorithm : algo::algorithms()) names.push_back(algorithm.name);
+    exec::nameAlgorithms(names);
+  });
+}
+
+}  // namespace
 
 CommState::CommState(std::unique_ptr<transport::Transport> transport, Config config,
                      std::shared_ptr<const topo::Topology> topology)
@@ -33,6 +50,7 @@ CommState::CommState(std::unique_ptr<transport::Transport> transport, Config con
                             topology_->name, rank_, size_, topology_->rankCount(), size_));
   }
   if (config_.faultRank >= 0 && config_.faultRank != rank_) config_.faultDelay = {};
+  nameAlgorithmsOnce();
   chooseWaitPolicy();
   if (!config_.tracePath.empty()) {
     tracer_ = std::make_unique<Tracer>(config_.tracePath, rank_, size_, config_.traceSteps);

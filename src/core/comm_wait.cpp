@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "core/comm_state.hpp"
-#include "core/log.hpp"
+#include "common/log.hpp"
 
 namespace grove::detail {
 

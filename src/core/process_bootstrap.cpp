@@ -17,7 +17,7 @@
 #include "bootstrap/tcp_store.hpp"
 #include "core/comm_state.hpp"
 #include "core/comm_topology.hpp"
-#include "core/log.hpp"
+#include "common/log.hpp"
 #include "grove/error.hpp"
 #include "transport/process/process_transport.hpp"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/layout.hpp"
+#include "plan/layout.hpp"
 #include "exec/trace_buffer.hpp"
 #include "grove/error.hpp"
 #include "grove/types.hpp"

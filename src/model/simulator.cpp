@@ -34,7 +34,7 @@
 #include <queue>
 #include <tuple>
 
-#include "exec/layout.hpp"
+#include "plan/layout.hpp"
 #include "grove/error.hpp"
 #include "model/wire.hpp"
 

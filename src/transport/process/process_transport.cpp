@@ -4,7 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "bootstrap/rendezvous.hpp"
-#include "core/log.hpp"
+#include "common/log.hpp"
 #include "grove/error.hpp"
 
 namespace grove::transport {

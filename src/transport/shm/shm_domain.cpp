@@ -23,7 +23,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/log.hpp"
+#include "common/log.hpp"
 #include "grove/error.hpp"
 #include "transport/shm/shm_domain_impl.hpp"
 #include "transport/shm/shm_heartbeat.hpp"

@@ -18,7 +18,7 @@
 
 #include "bootstrap/handshake.hpp"
 #include "bootstrap/socket.hpp"
-#include "core/log.hpp"
+#include "common/log.hpp"
 #include "grove/error.hpp"
 
 namespace grove::transport::tcp {
