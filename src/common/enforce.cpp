@@ -26,9 +26,8 @@ std::string fromSourceRoot(std::string_view file) {
 
 void fail(std::string_view file, int line, std::string_view condition, std::string_view values,
           const std::string& details) {
-  std::string message =
-      fmt::format("grove: internal error at {}:{}: check '{}' failed", fromSourceRoot(file), line,
-                  condition);
+  std::string message = fmt::format("internal error at {}:{}: check '{}' failed",
+                                    fromSourceRoot(file), line, condition);
   if (!values.empty()) message += fmt::format(" {}", values);
   if (!details.empty()) message += fmt::format(": {}", details);
   throw Error(ErrorCode::kInternalError, message);

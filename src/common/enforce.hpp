@@ -2,7 +2,7 @@
 // true, checked where a violation would otherwise corrupt memory or hang. A failure is a bug
 // in grove, not in the caller, so it throws grove::Error with ErrorCode::kInternalError and a
 // message naming the file, the line, the condition and, for the comparisons, both values:
-//   "grove: internal error at src/plan/plan.cpp:42: check 'a == b' failed (3 vs 4): lane"
+//   "internal error at src/plan/plan.cpp:42: check 'a == b' failed (3 vs 4): lane"
 //
 //   GROVE_ENFORCE(cond, ...)           cond must hold
 //   GROVE_ENFORCE_EQ(a, b, ...)        a == b   (also _NE, _LT, _LE, _GT, _GE)
@@ -50,25 +50,25 @@ std::string show(const T& value) {
 
 }  // namespace grove::enforce
 
-#define GROVE_ENFORCE(condition, ...)                                                          \
-  do {                                                                                         \
-    if (!(condition)) {                                                                        \
-      ::grove::enforce::fail(__FILE__, __LINE__, #condition, "",                               \
-                             ::grove::enforce::details(__VA_ARGS__));                          \
-    }                                                                                          \
+#define GROVE_ENFORCE(condition, ...)                                 \
+  do {                                                                \
+    if (!(condition)) {                                               \
+      ::grove::enforce::fail(__FILE__, __LINE__, #condition, "",      \
+                             ::grove::enforce::details(__VA_ARGS__)); \
+    }                                                                 \
   } while (false)
 
 // Each operand is evaluated once; the values are formatted only when the check fails.
-#define GROVE_ENFORCE_OP_(op, a, b, ...)                                                       \
-  do {                                                                                         \
-    const auto& grove_enforce_a_ = (a);                                                        \
-    const auto& grove_enforce_b_ = (b);                                                        \
-    if (!(grove_enforce_a_ op grove_enforce_b_)) {                                             \
-      ::grove::enforce::fail(__FILE__, __LINE__, #a " " #op " " #b,                            \
-                             "(" + ::grove::enforce::show(grove_enforce_a_) + " vs " +         \
-                                 ::grove::enforce::show(grove_enforce_b_) + ")",               \
-                             ::grove::enforce::details(__VA_ARGS__));                          \
-    }                                                                                          \
+#define GROVE_ENFORCE_OP_(op, a, b, ...)                                               \
+  do {                                                                                 \
+    const auto& grove_enforce_a_ = (a);                                                \
+    const auto& grove_enforce_b_ = (b);                                                \
+    if (!(grove_enforce_a_ op grove_enforce_b_)) {                                     \
+      ::grove::enforce::fail(__FILE__, __LINE__, #a " " #op " " #b,                    \
+                             "(" + ::grove::enforce::show(grove_enforce_a_) + " vs " + \
+                                 ::grove::enforce::show(grove_enforce_b_) + ")",       \
+                             ::grove::enforce::details(__VA_ARGS__));                  \
+    }                                                                                  \
   } while (false)
 
 #define GROVE_ENFORCE_EQ(a, b, ...) GROVE_ENFORCE_OP_(==, a, b __VA_OPT__(, ) __VA_ARGS__)

@@ -10,8 +10,9 @@
 #include <thread>
 
 #include "algo/registry.hpp"
-#include "core/comm_topology.hpp"
+#include "common/enforce.hpp"
 #include "common/log.hpp"
+#include "core/comm_topology.hpp"
 #include "core/signature_check.hpp"
 #include "exec/message_tag.hpp"
 #include "plan/printer.hpp"
@@ -103,6 +104,10 @@ const exec::BoundPlan& CommState::boundPlan(const algo::Algorithm& algorithm,
   auto found = plans_.find(key);
   if (found != plans_.end()) return *found->second;
   plan::Plan built = algorithm.build(request);
+  // The executor binds the plan's peers to this rank's FIFOs: a plan of another rank or
+  // world size would exchange messages with the wrong peers.
+  GROVE_ENFORCE_EQ(built.rank, rank_, "algorithm", algorithm.name);
+  GROVE_ENFORCE_EQ(built.nranks, size_, "algorithm", algorithm.name);
   if (config_.verifyPlans) {
     std::vector<plan::Plan> all;
     for (int r = 0; r < size_; ++r) {
@@ -112,12 +117,12 @@ const exec::BoundPlan& CommState::boundPlan(const algo::Algorithm& algorithm,
     }
     plan::VerifyOptions options;
     options.fifoDepth = static_cast<int>(config_.fifoDepth);
-    plan::VerifyResult result = plan::verify(all, options);
-    if (!result.ok) {
+    Status result = plan::verify(all, options);
+    if (!result.ok()) {
       throw Error(
           ErrorCode::kInternalError,
           fmt::format("grove: plan {} for {} failed verification on rank {}: {}", algorithm.name,
-                      plan::toString(request.collective), rank_, result.error));
+                      plan::toString(request.collective), rank_, result.message()));
     }
   }
   if (log::enabled(log::Level::kTrace)) log::trace(rank_, "{}", plan::toText(built));

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "core/comm_state.hpp"
 #include "common/log.hpp"
+#include "core/comm_state.hpp"
 
 namespace grove::detail {
 

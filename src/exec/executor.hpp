@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "plan/layout.hpp"
 #include "exec/trace_buffer.hpp"
 #include "grove/error.hpp"
 #include "grove/types.hpp"
+#include "plan/layout.hpp"
 #include "plan/plan.hpp"
 #include "transport/transport.hpp"
 

@@ -34,9 +34,9 @@
 #include <queue>
 #include <tuple>
 
-#include "plan/layout.hpp"
 #include "grove/error.hpp"
 #include "model/wire.hpp"
+#include "plan/layout.hpp"
 
 namespace grove::model {
 namespace {

@@ -97,16 +97,17 @@ void Replay::checkOutputs() const {
 
 }  // namespace verifier_model
 
-VerifyResult verify(const std::vector<Plan>& plans, const VerifyOptions& options) {
-  if (std::string error = verifier_model::checkStructure(plans, options); !error.empty())
-    return {false, error};
+Status verify(const std::vector<Plan>& plans, const VerifyOptions& options) {
+  if (Status structure = verifier_model::checkStructure(plans, options); !structure.ok()) {
+    return structure;
+  }
   try {
     verifier_model::Replay replay(plans, options);
     replay.run();
     replay.checkFifosEmpty();
     replay.checkOutputs();
   } catch (const verifier_model::Failure& failure) {
-    return {false, failure.message};
+    return Status::failure(ErrorCode::kInvalidArgument, failure.message);
   }
   return {};
 }

@@ -322,7 +322,10 @@ int64_t aliasedInput(const Plan& plan, uint32_t chunk) {
   }
 }
 
-std::string checkStructure(const std::vector<Plan>& plans, const VerifyOptions& options) {
+namespace {
+
+/// The first structural problem of `plans`, or "" when there is none.
+std::string firstStructuralProblem(const std::vector<Plan>& plans, const VerifyOptions& options) {
   if (plans.empty()) return "no plans to verify: pass one plan per rank";
   if (options.tiles < 1 || options.tiles > kMaxTiles) {
     return fmt::format("VerifyOptions::tiles is {}, expected 1..{}", options.tiles, kMaxTiles);
@@ -352,6 +355,14 @@ std::string checkStructure(const std::vector<Plan>& plans, const VerifyOptions& 
     if (std::string error = checkConnections(p); !error.empty()) return error;
   }
   return {};
+}
+
+}  // namespace
+
+Status checkStructure(const std::vector<Plan>& plans, const VerifyOptions& options) {
+  std::string problem = firstStructuralProblem(plans, options);
+  if (problem.empty()) return {};
+  return Status::failure(ErrorCode::kInvalidArgument, std::move(problem));
 }
 
 }  // namespace grove::plan::verifier_model

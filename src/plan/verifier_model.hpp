@@ -12,7 +12,7 @@
 
 namespace grove::plan::verifier_model {
 
-/// A verification failure; thrown inside the verifier and turned into a VerifyResult.
+/// A verification failure; thrown inside the verifier and returned by verify() as a failed Status.
 struct Failure {
   std::string message;
 };
@@ -66,8 +66,8 @@ int64_t aliasedInput(const Plan& plan, uint32_t chunk);
 
 /// Everything that can be checked without replaying: option ranges, agreement between
 /// plans, buffer shapes, and every step's kinds, peers, chunks, lanes and dependencies.
-/// Returns the first problem, or an empty string.
-std::string checkStructure(const std::vector<Plan>& plans, const VerifyOptions& options);
+/// Returns the first problem (kInvalidArgument), or ok.
+Status checkStructure(const std::vector<Plan>& plans, const VerifyOptions& options);
 
 /// The largest number of tiles the verifier replays.
 inline constexpr int kMaxTiles = 1024;

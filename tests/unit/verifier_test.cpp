@@ -73,8 +73,7 @@ std::vector<Plan> each(int n, const std::function<Plan(int)>& build) {
   return plans;
 }
 
-VerifyResult check(const std::vector<Plan>& plans, bool inPlace = false, int tiles = 2,
-                   int depth = 1) {
+Status check(const std::vector<Plan>& plans, bool inPlace = false, int tiles = 2, int depth = 1) {
   VerifyOptions options;
   options.inPlace = inPlace;
   options.tiles = tiles;
@@ -246,14 +245,15 @@ std::vector<Plan> exchangeAllReduce() {
 }
 
 void expectOk(const std::vector<Plan>& plans, bool inPlace, int tiles, int depth) {
-  VerifyResult result = check(plans, inPlace, tiles, depth);
-  EXPECT_TRUE(result.ok) << toString(plans[0].collective) << " n=" << plans.size()
-                         << " inPlace=" << inPlace << " tiles=" << tiles << ": " << result.error;
+  Status result = check(plans, inPlace, tiles, depth);
+  EXPECT_TRUE(result.ok()) << toString(plans[0].collective) << " n=" << plans.size()
+                           << " inPlace=" << inPlace << " tiles=" << tiles << ": "
+                           << result.message();
 }
 
-void expectError(const VerifyResult& result, const std::string& part) {
-  EXPECT_FALSE(result.ok);
-  EXPECT_THAT(result.error, HasSubstr(part));
+void expectError(const Status& result, const std::string& part) {
+  EXPECT_FALSE(result.ok());
+  EXPECT_THAT(result.message(), HasSubstr(part));
 }
 
 TEST(Verifier, RingAllReduceIsCorrectForManyShapes) {
@@ -295,7 +295,7 @@ TEST(Verifier, SixtyFourRankRingsVerify) {
 
 TEST(Verifier, FusedRingStepsDeadlockWithOneSlot) {
   // Every rank holds a full outgoing slot while its rrs waits for space downstream.
-  VerifyResult result = check(ringAllReduce(3), false, 1, 1);
+  Status result = check(ringAllReduce(3), false, 1, 1);
   expectError(result, "deadlock");
   expectError(result,
               "rank 0 channel 0 step 1 (rrs from 2 to 1 in[2], tile 0) waits for rank "
@@ -593,10 +593,10 @@ TEST(Verifier, RandomCorruptionsNeverCrash) {
           break;
       }
     }
-    VerifyResult result = check(plans, random() % 2 == 0, 2, 2);
-    if (!result.ok) {
+    Status result = check(plans, random() % 2 == 0, 2, 2);
+    if (!result.ok()) {
       ++failures;
-      EXPECT_FALSE(result.error.empty());
+      EXPECT_FALSE(result.message().empty());
     }
   }
   EXPECT_GT(failures, 1500);
