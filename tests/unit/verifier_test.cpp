@@ -323,7 +323,7 @@ TEST(Verifier, WrongOutputIsNamed) {
 
 TEST(Verifier, DoubleCountingIsCaught) {
   std::vector<Plan> plans = exchangeAllReduce();
-  ASSERT_TRUE(check(plans).ok);
+  ASSERT_TRUE(check(plans).ok());
   plans[1].channels[0].steps.insert(plans[1].channels[0].steps.begin() + 1, reduce(in(0), out(0)));
   expectError(check(plans),
               "rank 1 channel 0 step 1 (reduce in[0] -> out[0], tile 0) double "
@@ -475,7 +475,7 @@ TEST(Verifier, InPlaceAliasingCatchesOverwrittenInput) {
     p.channels[0].steps = {send(1 - r, in(0)), recv(1 - r, out(0)), fin(reduce(in(0), out(0)))};
     return p;
   });
-  EXPECT_TRUE(check(plans, false).ok) << check(plans, false).error;
+  EXPECT_TRUE(check(plans, false).ok()) << check(plans, false).message();
   expectError(check(plans, true),
               "rank 1 channel 0 step 2 (reduce in[0] -> out[0] finalize, tile "
               "0) double counts contribution (0,0)");
@@ -486,7 +486,7 @@ TEST(Verifier, InPlaceAliasingCatchesOverwrittenInput) {
                            fin(reduce(in(at(r, 2)), out(0)))};
     return p;
   });
-  EXPECT_TRUE(check(plans, false).ok) << check(plans, false).error;
+  EXPECT_TRUE(check(plans, false).ok()) << check(plans, false).message();
   expectError(check(plans, true), "double counts contribution (0,1)");
 }
 
@@ -503,7 +503,7 @@ TEST(Verifier, CrossChannelDependencyIsHonored) {
       return p;
     });
   };
-  EXPECT_TRUE(check(build(true)).ok) << check(build(true)).error;
+  EXPECT_TRUE(check(build(true)).ok()) << check(build(true)).message();
   expectError(check(build(false)),
               "rank 0 channel 0 step 0 (send to 1 out[0], tile 0) reads "
               "undefined out[0]");
@@ -521,7 +521,7 @@ TEST(Verifier, UnorderedChannelsRaceEvenWhenTheReplayIsLucky) {
       return p;
     });
   };
-  EXPECT_TRUE(check(build(true)).ok) << check(build(true)).error;
+  EXPECT_TRUE(check(build(true)).ok()) << check(build(true)).message();
   expectError(check(build(false)),
               "rank 0 channel 1 step 0 (send to 1 out[0], tile 0) reads "
               "out[0] while channel 0 step 0 (copy in[0] -> out[0]) writes "
