@@ -323,8 +323,8 @@ bool CommState::poll() {
       return true;
     }
     if (progress == exec::Progress::kDone && op.signatureCheck) {
-      if (std::string problem = compareSignatures(op, rank_, size_); !problem.empty()) {
-        failSignatureCheck(op, problem);
+      if (Status signatures = compareSignatures(op, rank_, size_); !signatures.ok()) {
+        failSignatureCheck(op, signatures.message());
         return true;
       }
     }
