@@ -21,15 +21,14 @@ void require(bool condition) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  std::string error;
-  std::optional<grove::plan::Plan> plan = grove::plan::fromText(text, &error);
+  grove::Expected<grove::plan::Plan> plan = grove::plan::fromText(text);
   if (!plan) {
-    require(error.rfind("line ", 0) == 0);
+    require(plan.message().rfind("line ", 0) == 0);
     return 0;
   }
   std::string printed = grove::plan::toText(*plan);
-  std::optional<grove::plan::Plan> again = grove::plan::fromText(printed, &error);
-  require(again.has_value());
+  grove::Expected<grove::plan::Plan> again = grove::plan::fromText(printed);
+  require(again.ok());
   require(grove::plan::toText(*again) == printed);
   return 0;
 }

@@ -148,11 +148,11 @@ void runPlan(const PlanOptions& options) {
     plan::VerifyOptions verify;
     verify.inPlace = inPlace;
     verify.fifoDepth = options.fifoDepth;
-    plan::VerifyResult result = plan::verify(plans, verify);
+    Status result = plan::verify(plans, verify);
     std::printf("\n# verifier (%s, %d tiles, FIFOs of %d slots): %s\n",
                 inPlace ? "in place" : "out of place", verify.tiles, verify.fifoDepth,
-                result.ok ? "proven" : ("FAILED: " + result.error).c_str());
-    ok = ok && result.ok;
+                result.ok() ? "proven" : ("FAILED: " + result.message()).c_str());
+    ok = ok && result.ok();
   }
   if (!ok) throw CommandExit(1);
 }

@@ -325,10 +325,9 @@ TopoReport analyzeTopoPlan(const TopoPlanOptions& options) {
                       plan::toString(options.collective) +
                       " (expected one of: " + validNames(options.collective) + ")");
     }
-    std::string why;
-    if (!forced->applies(request, &why)) {
+    if (const Status applies = forced->applies(request); !applies.ok()) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "--algo '" + options.algorithm + "' does not apply here: " + why);
+                  "--algo '" + options.algorithm + "' does not apply here: " + applies.message());
     }
     field.push_back(forced);
     chosenName = std::string(forced->name);
@@ -357,9 +356,8 @@ TopoReport analyzeTopoPlan(const TopoPlanOptions& options) {
   sim.fifoDepth = options.fifoDepth;
   std::map<std::string, std::vector<plan::Plan>> plansOf;
   for (const algo::Algorithm* a : field) {
-    std::string why;
-    if (!a->applies(request, &why)) {
-      report.declined.emplace_back(std::string(a->name), why);
+    if (const Status applies = a->applies(request); !applies.ok()) {
+      report.declined.emplace_back(std::string(a->name), applies.message());
       continue;
     }
     Candidate candidate;
@@ -402,8 +400,9 @@ TopoReport analyzeTopoPlan(const TopoPlanOptions& options) {
     verify.inPlace = inPlace;
     verify.fifoDepth = options.fifoDepth;
     report.verifierTiles = verify.tiles;
-    plan::VerifyResult result = plan::verify(chosen->second, verify);
-    report.verdicts.push_back({inPlace ? "in place" : "out of place", result.ok, result.error});
+    Status result = plan::verify(chosen->second, verify);
+    report.verdicts.push_back(
+        {inPlace ? "in place" : "out of place", result.ok(), result.message()});
   }
   return report;
 }

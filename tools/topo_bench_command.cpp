@@ -104,9 +104,8 @@ void benchTopology(const std::string& spec, int runs, double targetMs) {
     request.nranks = n;
     request.root = 0;
     request.count = size_t{1} << 20;
-    std::string why;
     request.topology = &topology;
-    if (!algorithm.applies(request, &why)) continue;
+    if (!algorithm.applies(request).ok()) continue;
     const double ms = medianMs(runs, [&](int run) {
       const topo::Topology fresh = freshCopy(topology, run);
       plan::PlanRequest each = request;

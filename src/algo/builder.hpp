@@ -158,14 +158,16 @@ inline double blockBytes(const plan::PlanRequest& request) {
 /// Microseconds to move `bytes` at `gbps` GB/s (10^9 bytes per second = 10^3 bytes per µs).
 inline double transferUs(double bytes, double gbps) { return gbps > 0 ? bytes / (gbps * 1e3) : 0; }
 
-/// True when `request.root` names a rank; otherwise explains why in `why` (may be null).
-inline bool rootInRange(const plan::PlanRequest& request, std::string* why) {
-  if (request.root >= 0 && request.root < request.nranks) return true;
-  if (why != nullptr) {
-    *why = "root " + std::to_string(request.root) + " is not a rank in [0, " +
-           std::to_string(request.nranks) + ")";
-  }
-  return false;
+/// What an Algorithm::applies returns when the generator cannot build the shape.
+inline Status declines(std::string why) {
+  return Status::failure(ErrorCode::kInvalidArgument, std::move(why));
+}
+
+/// Ok when `request.root` names a rank; otherwise says why not.
+inline Status rootInRange(const plan::PlanRequest& request) {
+  if (request.root >= 0 && request.root < request.nranks) return {};
+  return declines("root " + std::to_string(request.root) + " is not a rank in [0, " +
+                  std::to_string(request.nranks) + ")");
 }
 
 }  // namespace grove::algo::build

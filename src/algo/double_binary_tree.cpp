@@ -44,7 +44,7 @@ using namespace build;
 constexpr std::string_view kName = "double_binary_tree";
 constexpr double kMinTileBytes = 4096;
 
-bool appliesAlways(const plan::PlanRequest&, std::string*) { return true; }
+Status appliesAlways(const plan::PlanRequest&) { return {}; }
 
 double doubleTreeCostUs(const plan::PlanRequest& request, const CostParams& params) {
   const double bytes = blockBytes(request);

@@ -28,9 +28,7 @@ using namespace build;
 
 constexpr std::string_view kName = "linear";
 
-bool appliesWithRoot(const plan::PlanRequest& request, std::string* why) {
-  return rootInRange(request, why);
-}
+Status appliesWithRoot(const plan::PlanRequest& request) { return rootInRange(request); }
 
 plan::Plan buildGather(const plan::PlanRequest& request) {
   const int n = request.nranks;

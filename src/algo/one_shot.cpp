@@ -34,7 +34,7 @@ using namespace build;
 
 constexpr std::string_view kName = "one_shot";
 
-bool appliesAlways(const plan::PlanRequest&, std::string*) { return true; }
+Status appliesAlways(const plan::PlanRequest&) { return {}; }
 
 /// dst = dst ⊕ src (builder.hpp has no helper for the local reduce).
 plan::Step reduceInto(plan::ChunkRef src, plan::ChunkRef dst) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "algo/builder.hpp"
 #include "algo/packed_trees.hpp"
 #include "grove/error.hpp"
 
@@ -23,20 +24,14 @@ void appendRaw(std::string& key, const T& value) {
 
 }  // namespace
 
-bool topologyMatches(const plan::PlanRequest& request, std::string* why) {
-  if (request.topology == nullptr) {
-    if (why != nullptr) *why = "needs a topology (GROVE_TOPO_FILE)";
-    return false;
-  }
+Status topologyMatches(const plan::PlanRequest& request) {
+  if (request.topology == nullptr) return build::declines("needs a topology (GROVE_TOPO_FILE)");
   const int ranks = request.topology->rankCount();
   if (ranks != request.nranks) {
-    if (why != nullptr) {
-      *why = fmt::format("the topology \"{}\" has {} ranks, the communicator has {}",
-                         request.topology->name, ranks, request.nranks);
-    }
-    return false;
+    return build::declines(fmt::format("the topology \"{}\" has {} ranks, the communicator has {}",
+                                       request.topology->name, ranks, request.nranks));
   }
-  return true;
+  return {};
 }
 
 std::string topologyKey(const topo::Topology& topology) {

@@ -89,18 +89,15 @@ OneHopShape oneHopShape(const topo::Topology& t) {
   return shape;
 }
 
-bool oneHopApplies(const plan::PlanRequest& request, std::string* why) {
-  if (!topologyMatches(request, why)) return false;
-  if (request.nranks == 1) return true;
+Status oneHopApplies(const plan::PlanRequest& request) {
+  if (Status topology = topologyMatches(request); !topology.ok()) return topology;
+  if (request.nranks == 1) return {};
   const OneHopShape shape = oneHopShape(*request.topology);
-  if (shape.pairGBps > 0 || shape.portGBps > 0) return true;
-  if (why != nullptr) {
-    *why = fmt::format(
-        "the topology \"{}\" is neither a full mesh nor a star of its ranks "
-        "around one switch",
-        request.topology->name);
-  }
-  return false;
+  if (shape.pairGBps > 0 || shape.portGBps > 0) return {};
+  return build::declines(
+      fmt::format("the topology \"{}\" is neither a full mesh nor a star of its ranks "
+                  "around one switch",
+                  request.topology->name));
 }
 
 double oneHopCostUs(const plan::PlanRequest& request, const CostParams& params) {
@@ -117,10 +114,9 @@ double oneHopCostUs(const plan::PlanRequest& request, const CostParams& params) 
 }
 
 plan::Plan oneHopBuild(const plan::PlanRequest& request) {
-  std::string why;
-  if (!oneHopApplies(request, &why)) {
+  if (Status status = oneHopApplies(request); !status.ok()) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("grove: allreduce onehop on rank {}: {}", request.rank, why));
+                fmt::format("allreduce onehop on rank {}: {}", request.rank, status.message()));
   }
   const int n = request.nranks;
   const int r = request.rank;
@@ -181,17 +177,15 @@ Hosts hostsOf(const topo::Topology& t) {
   return hosts;
 }
 
-bool hierarchicalApplies(const plan::PlanRequest& request, std::string* why) {
-  if (!topologyMatches(request, why)) return false;
+Status hierarchicalApplies(const plan::PlanRequest& request) {
+  if (Status topology = topologyMatches(request); !topology.ok()) return topology;
   const Hosts hosts = hostsOf(*request.topology);
-  if (hosts.named && hosts.ranks.size() >= 2) return true;
-  if (why != nullptr) {
-    *why = hosts.named ? fmt::format("the topology \"{}\" has all ranks on one host",
-                                     request.topology->name)
-                       : fmt::format("the topology \"{}\" does not name every rank's host",
-                                     request.topology->name);
-  }
-  return false;
+  if (hosts.named && hosts.ranks.size() >= 2) return {};
+  return build::declines(
+      hosts.named
+          ? fmt::format("the topology \"{}\" has all ranks on one host", request.topology->name)
+          : fmt::format("the topology \"{}\" does not name every rank's host",
+                        request.topology->name));
 }
 
 /// Bottlenecks of the hierarchical pattern on one topology, memoized by content.
@@ -246,10 +240,9 @@ double hierarchicalCostUs(const plan::PlanRequest& request, const CostParams& pa
 }
 
 plan::Plan hierarchicalBuild(const plan::PlanRequest& request) {
-  std::string why;
-  if (!hierarchicalApplies(request, &why)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("grove: allreduce hierarchical on rank {}: {}", request.rank, why));
+  if (Status status = hierarchicalApplies(request); !status.ok()) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("allreduce hierarchical on rank {}: {}",
+                                                         request.rank, status.message()));
   }
   const Hosts hosts = hostsOf(*request.topology);
   const int r = request.rank;

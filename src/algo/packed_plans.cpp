@@ -31,7 +31,7 @@ std::vector<int> depths(const Tree& tree) {
   const int n = static_cast<int>(tree.parent.size());
   if (tree.root < 0 || tree.root >= n || tree.parent[tree.root] != -1) {
     invalid(
-        fmt::format("grove: packed tree rooted at {} over {} ranks: the root must be a rank "
+        fmt::format("packed tree rooted at {} over {} ranks: the root must be a rank "
                     "with parent -1",
                     tree.root, n));
   }
@@ -45,7 +45,7 @@ std::vector<int> depths(const Tree& tree) {
       const int p = tree.parent[u];
       if (p < 0 || p >= n || static_cast<int>(path.size()) > n) {
         invalid(
-            fmt::format("grove: packed tree rooted at {}: rank {} does not reach the root "
+            fmt::format("packed tree rooted at {}: rank {} does not reach the root "
                         "(parent {}); expected a spanning tree of {} ranks",
                         tree.root, v, p, n));
       }
@@ -157,7 +157,7 @@ plan::Plan singleRankPlan(const plan::PlanRequest& request, std::string_view alg
 }  // namespace
 
 uint32_t chunksForTrees(const std::vector<Tree>& trees) {
-  if (trees.empty()) invalid("grove: chunksForTrees: no trees (expected at least one)");
+  if (trees.empty()) invalid("chunksForTrees: no trees (expected at least one)");
   const auto m = static_cast<uint32_t>(trees.size());
   if (allExact(trees)) {
     topo::Rational total;
@@ -273,7 +273,7 @@ plan::Plan buildTreePlan(const plan::PlanRequest& request, std::string_view algo
       break;
     default:
       invalid(
-          fmt::format("grove: {}: packed trees cannot build {} (expected broadcast, reduce, "
+          fmt::format("{}: packed trees cannot build {} (expected broadcast, reduce, "
                       "allreduce, allgather or reducescatter)",
                       algorithm, plan::toString(collective)));
   }
@@ -287,17 +287,17 @@ plan::Plan buildTreePlan(const plan::PlanRequest& request, std::string_view algo
   bool needScratch = false;
   for (const TreeRun& run : runs) {
     if (run.tree == nullptr || static_cast<int>(run.tree->parent.size()) != n) {
-      invalid(fmt::format("grove: {} on rank {}: a packed tree does not span the {} ranks",
-                          algorithm, r, n));
+      invalid(
+          fmt::format("{} on rank {}: a packed tree does not span the {} ranks", algorithm, r, n));
     }
     const bool rooted = collective == Collective::kBroadcast || collective == Collective::kReduce;
     if (rooted && run.tree->root != request.root) {
-      invalid(fmt::format("grove: {} on rank {}: a packed tree is rooted at {}, expected root {}",
+      invalid(fmt::format("{} on rank {}: a packed tree is rooted at {}, expected root {}",
                           algorithm, r, run.tree->root, request.root));
     }
     if (run.first + run.count > k) {
-      invalid(fmt::format("grove: {} on rank {}: tree run [{}, {}) exceeds the {} chunks",
-                          algorithm, r, run.first, run.first + run.count, k));
+      invalid(fmt::format("{} on rank {}: tree run [{}, {}) exceeds the {} chunks", algorithm, r,
+                          run.first, run.first + run.count, k));
     }
     if (run.count == 0) continue;
     Prepared& entry = prepared.emplace_back(Prepared{run, childrenDeepestFirst(*run.tree)});

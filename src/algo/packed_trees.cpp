@@ -146,34 +146,29 @@ Kind kindOf(const plan::PlanRequest& request, std::string_view algorithm) {
   return request.collective == Collective::kAllReduce ? Kind::kSpanning : Kind::kArborescences;
 }
 
-bool applies(const plan::PlanRequest& request, std::string* why, std::string_view algorithm) {
-  if (!topologyMatches(request, why)) return false;
+Status applies(const plan::PlanRequest& request, std::string_view algorithm) {
+  if (Status topology = topologyMatches(request); !topology.ok()) return topology;
   const bool rooted =
       request.collective == Collective::kBroadcast || request.collective == Collective::kReduce;
-  if (rooted && !build::rootInRange(request, why)) return false;
-  if (request.nranks == 1) return true;
+  if (rooted) {
+    if (Status root = build::rootInRange(request); !root.ok()) return root;
+  }
+  if (request.nranks == 1) return {};
   const Kind kind = kindOf(request, algorithm);
   if (kind == Kind::kRsAg && request.nranks > kMaxRsAgRanks) {
-    if (why != nullptr) {
-      *why =
-          fmt::format("{} ranks; rsag_trees plans for at most {}", request.nranks, kMaxRsAgRanks);
-    }
-    return false;
+    return build::declines(
+        fmt::format("{} ranks; rsag_trees plans for at most {}", request.nranks, kMaxRsAgRanks));
   }
   auto entry = packingFor(kind, *request.topology, rooted ? request.root : 0);
-  if (!entry->why.empty()) {
-    if (why != nullptr) *why = entry->why;
-    return false;
-  }
-  return true;
+  if (!entry->why.empty()) return build::declines(entry->why);
+  return {};
 }
 
 plan::Plan buildPlan(const plan::PlanRequest& request, std::string_view algorithm) {
-  std::string why;
-  if (!applies(request, &why, algorithm)) {
+  if (Status status = applies(request, algorithm); !status.ok()) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("grove: {} {} on rank {}: {}", plan::toString(request.collective),
-                            algorithm, request.rank, why));
+                fmt::format("{} {} on rank {}: {}", plan::toString(request.collective), algorithm,
+                            request.rank, status.message()));
   }
   if (request.nranks == 1) return buildTreePlan(request, algorithm, 1, {});
   const Kind kind = kindOf(request, algorithm);
@@ -219,8 +214,8 @@ double costUs(const plan::PlanRequest& request, const CostParams& params,
 }
 
 template <const std::string_view& kName>
-bool appliesAs(const plan::PlanRequest& request, std::string* why) {
-  return applies(request, why, kName);
+Status appliesAs(const plan::PlanRequest& request) {
+  return applies(request, kName);
 }
 
 template <const std::string_view& kName>

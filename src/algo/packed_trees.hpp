@@ -28,9 +28,9 @@ Algorithm hierarchicalAllReduce();  ///< "hierarchical" allreduce for two-tier c
 /// Most ranks rsag_trees plans for (its channel count grows with ranks × trees).
 inline constexpr int kMaxRsAgRanks = 16;
 
-/// True when request.topology is set and has request.nranks ranks; otherwise says why:
+/// Ok when request.topology is set and has request.nranks ranks; otherwise says why:
 /// "needs a topology (GROVE_TOPO_FILE)" or "the topology ... has 3 ranks, the communicator 4".
-bool topologyMatches(const plan::PlanRequest& request, std::string* why);
+Status topologyMatches(const plan::PlanRequest& request);
 
 /// The content of `topology` (unit, vertices, arcs) as a byte string: equal strings mean
 /// equal topologies, so it keys the caches of packings and costs.

@@ -27,7 +27,7 @@ using namespace build;
 
 constexpr std::string_view kName = "pairwise";
 
-bool appliesAlways(const plan::PlanRequest&, std::string*) { return true; }
+Status appliesAlways(const plan::PlanRequest&) { return {}; }
 
 plan::Plan buildExchange(const plan::PlanRequest& request) {
   const int n = request.nranks;

@@ -40,7 +40,7 @@ using namespace build;
 
 constexpr std::string_view kName = "recursive_doubling";
 
-bool appliesAlways(const plan::PlanRequest&, std::string*) { return true; }
+Status appliesAlways(const plan::PlanRequest&) { return {}; }
 
 plan::Plan buildAllReduce(const plan::PlanRequest& request) {
   const int n = request.nranks;
@@ -83,12 +83,9 @@ double costAllReduce(const plan::PlanRequest& request, const CostParams& params)
          (rounds + e) * transferUs(bytes, params.reduceGBps);
 }
 
-bool appliesAllGather(const plan::PlanRequest& request, std::string* why) {
-  if (isPowerOfTwo(request.nranks)) return true;
-  if (why != nullptr) {
-    *why = "nranks " + std::to_string(request.nranks) + " is not a power of two";
-  }
-  return false;
+Status appliesAllGather(const plan::PlanRequest& request) {
+  if (isPowerOfTwo(request.nranks)) return {};
+  return declines("nranks " + std::to_string(request.nranks) + " is not a power of two");
 }
 
 plan::Plan buildAllGather(const plan::PlanRequest& request) {

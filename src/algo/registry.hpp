@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/parameters.hpp"
+#include "common/status.hpp"
 #include "plan/plan.hpp"
 
 namespace grove::algo {
@@ -30,8 +31,8 @@ struct CostParams {
 struct Algorithm {
   std::string_view name;  ///< Lower-case, as GROVE_ALGO and CallOptions spell it.
   plan::Collective collective;
-  /// Whether the generator can build this shape; when not, `why` says why.
-  bool (*applies)(const plan::PlanRequest& request, std::string* why);
+  /// Whether the generator can build this shape: ok, or kInvalidArgument saying why not.
+  Status (*applies)(const plan::PlanRequest& request);
   /// Estimated time of the whole call in microseconds.
   double (*costUs)(const plan::PlanRequest& request, const CostParams& params);
   /// Builds request.rank's plan.

@@ -37,7 +37,7 @@ using namespace build;
 
 constexpr std::string_view kName = "ring";
 
-bool appliesAlways(const plan::PlanRequest&, std::string*) { return true; }
+Status appliesAlways(const plan::PlanRequest&) { return {}; }
 
 plan::Plan buildAllReduce(const plan::PlanRequest& request) {
   const int n = request.nranks;

@@ -170,11 +170,11 @@ Selection select(const plan::PlanRequest& request, std::string_view forced,
                   fmt::format("algorithm \"{}\" (rank {}) is not known for {}; valid names: {}",
                               forced, request.rank, collectiveName, validNames(collective)));
     }
-    std::string why;
-    if (!algorithm->applies(request, &why)) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("algorithm \"{}\" (rank {}) does not apply to {} on {} ranks: {}",
-                              forced, request.rank, collectiveName, request.nranks, why));
+    if (Status applies = algorithm->applies(request); !applies.ok()) {
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("algorithm \"{}\" (rank {}) does not apply to {} on {} ranks: {}", forced,
+                      request.rank, collectiveName, request.nranks, applies.message()));
     }
     return {algorithm, fmt::format("{}: forced by call option, {:.2f} us", algorithm->name,
                                    algorithm->costUs(request, params))};
@@ -189,7 +189,9 @@ Selection select(const plan::PlanRequest& request, std::string_view forced,
     if (algorithm.collective != collective) continue;
     Candidate& c = candidates.emplace_back();
     c.algorithm = &algorithm;
-    c.applies = algorithm.applies(request, &c.why);
+    const Status applies = algorithm.applies(request);
+    c.applies = applies.ok();
+    c.why = applies.message();
     if (c.applies) {
       c.costUs = request.topology != nullptr ? topologyCostUs(algorithm, request, params)
                                              : algorithm.costUs(request, params);

@@ -26,7 +26,7 @@
 #include "bootstrap/handshake.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "bootstrap/tcp_store_wire.hpp"
-#include "core/log.hpp"
+#include "common/log.hpp"
 #include "grove/error.hpp"
 
 namespace grove::bootstrap {

@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
+#include "algo/registry.hpp"
+#include "common/enforce.hpp"
+#include "common/log.hpp"
 #include "core/comm_topology.hpp"
-#include "core/log.hpp"
 #include "core/signature_check.hpp"
 #include "exec/message_tag.hpp"
 #include "plan/printer.hpp"
@@ -18,6 +21,21 @@
 namespace grove::detail {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// Messages carry a hash of their algorithm's name; the executor's layer cannot see the
+/// registry, so the names are handed down once, before any communicator exchanges a message.
+void nameAlgorithmsOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<std::string_view> names;
+    for (const algo::Algorithm& algorithm : algo::algorithms()) names.push_back(algorithm.name);
+    exec::nameAlgorithms(names);
+  });
+}
+
+}  // namespace
 
 CommState::CommState(std::unique_ptr<transport::Transport> transport, Config config,
                      std::shared_ptr<const topo::Topology> topology)
@@ -33,6 +51,7 @@ CommState::CommState(std::unique_ptr<transport::Transport> transport, Config con
                             topology_->name, rank_, size_, topology_->rankCount(), size_));
   }
   if (config_.faultRank >= 0 && config_.faultRank != rank_) config_.faultDelay = {};
+  nameAlgorithmsOnce();
   chooseWaitPolicy();
   if (!config_.tracePath.empty()) {
     tracer_ = std::make_unique<Tracer>(config_.tracePath, rank_, size_, config_.traceSteps);
@@ -88,6 +107,10 @@ const exec::BoundPlan& CommState::boundPlan(const algo::Algorithm& algorithm,
   auto found = plans_.find(key);
   if (found != plans_.end()) return *found->second;
   plan::Plan built = algorithm.build(request);
+  // The executor binds the plan's peers to this rank's FIFOs: a plan of another rank or
+  // world size would exchange messages with the wrong peers.
+  GROVE_ENFORCE_EQ(built.rank, rank_, "algorithm", algorithm.name);
+  GROVE_ENFORCE_EQ(built.nranks, size_, "algorithm", algorithm.name);
   if (config_.verifyPlans) {
     std::vector<plan::Plan> all;
     for (int r = 0; r < size_; ++r) {
@@ -97,12 +120,12 @@ const exec::BoundPlan& CommState::boundPlan(const algo::Algorithm& algorithm,
     }
     plan::VerifyOptions options;
     options.fifoDepth = static_cast<int>(config_.fifoDepth);
-    plan::VerifyResult result = plan::verify(all, options);
-    if (!result.ok) {
+    Status result = plan::verify(all, options);
+    if (!result.ok()) {
       throw Error(
           ErrorCode::kInternalError,
           fmt::format("grove: plan {} for {} failed verification on rank {}: {}", algorithm.name,
-                      plan::toString(request.collective), rank_, result.error));
+                      plan::toString(request.collective), rank_, result.message()));
     }
   }
   if (log::enabled(log::Level::kTrace)) log::trace(rank_, "{}", plan::toText(built));
@@ -303,8 +326,8 @@ bool CommState::poll() {
       return true;
     }
     if (progress == exec::Progress::kDone && op.signatureCheck) {
-      if (std::string problem = compareSignatures(op, rank_, size_); !problem.empty()) {
-        failSignatureCheck(op, problem);
+      if (Status signatures = compareSignatures(op, rank_, size_); !signatures.ok()) {
+        failSignatureCheck(op, signatures.message());
         return true;
       }
     }

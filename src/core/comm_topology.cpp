@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "core/log.hpp"
+#include "common/log.hpp"
 #include "grove/error.hpp"
 
 namespace grove::detail {

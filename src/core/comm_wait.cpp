@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
+#include "common/log.hpp"
 #include "core/comm_state.hpp"
-#include "core/log.hpp"
 
 namespace grove::detail {
 

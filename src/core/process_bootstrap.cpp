@@ -15,9 +15,9 @@
 #include "bootstrap/random.hpp"
 #include "bootstrap/rendezvous.hpp"
 #include "bootstrap/tcp_store.hpp"
+#include "common/log.hpp"
 #include "core/comm_state.hpp"
 #include "core/comm_topology.hpp"
-#include "core/log.hpp"
 #include "grove/error.hpp"
 #include "transport/process/process_transport.hpp"
 

@@ -78,7 +78,7 @@ std::shared_ptr<Operation> makeSignatureCheck(CommState& state, const MessageTag
   return op;
 }
 
-std::string compareSignatures(const Operation& check, int rank, int size) {
+Status compareSignatures(const Operation& check, int rank, int size) {
   const MessageTag mine = unpack(check.signatures.data());
   std::string differing;
   int count = 0;
@@ -92,12 +92,14 @@ std::string compareSignatures(const Operation& check, int rank, int size) {
   }
   if (count == 0) return {};
   if (count > 4) differing += fmt::format("; and {} more ranks", count - 4);
-  return fmt::format(
-      "grove: {} on rank {} of {}: calls differ between ranks (GROVE_CHECK=1): this rank "
-      "called {}; {}. Every rank must make the same collective calls in the same order, with "
-      "the same count, type, operator and root",
-      check.checkedCall != nullptr ? check.checkedCall->describe() : exec::describeTag(mine), rank,
-      size, exec::describeTag(mine), differing);
+  return Status::failure(
+      ErrorCode::kInvalidUsage,
+      fmt::format(
+          "grove: {} on rank {} of {}: calls differ between ranks (GROVE_CHECK=1): this rank "
+          "called {}; {}. Every rank must make the same collective calls in the same order, "
+          "with the same count, type, operator and root",
+          check.checkedCall != nullptr ? check.checkedCall->describe() : exec::describeTag(mine),
+          rank, size, exec::describeTag(mine), differing));
 }
 
 }  // namespace grove::detail

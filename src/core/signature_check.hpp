@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "common/status.hpp"
 #include "transport/fifo.hpp"
 
 namespace grove::detail {
@@ -20,9 +21,9 @@ class Operation;
 std::shared_ptr<Operation> makeSignatureCheck(CommState& state, const transport::MessageTag& tag,
                                               std::shared_ptr<Operation> call);
 
-/// After the exchange `check` completed on rank `rank` of `size`: empty when every rank's
-/// signature equals this rank's, else the error message naming each rank that differs and
-/// what it called.
-std::string compareSignatures(const Operation& check, int rank, int size);
+/// After the exchange `check` completed on rank `rank` of `size`: ok when every rank's
+/// signature equals this rank's, else kInvalidUsage naming each rank that differs and what
+/// it called.
+Status compareSignatures(const Operation& check, int rank, int size);
 
 }  // namespace grove::detail

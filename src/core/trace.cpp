@@ -9,7 +9,7 @@
 #include <mutex>
 #include <set>
 
-#include "core/log.hpp"
+#include "common/log.hpp"
 #include "grove/types.hpp"
 #include "plan/plan.hpp"
 

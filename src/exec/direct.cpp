@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "exec/message_tag.hpp"
 #include "exec/reduce.hpp"
@@ -14,14 +15,6 @@ namespace grove::exec {
 namespace {
 
 using plan::Collective;
-
-// Thrown inside the direct path when a peer's memory cannot be read: its process is gone,
-// or it left the call on a failure (a rank that saw another die) and freed its buffer.
-// advance() then reports "blocked", and the communicator's wait finds the failure and fails
-// the call naming its origin, exactly as when a message from the peer never comes.
-struct PeerMemoryGone {
-  int peer;
-};
 
 // How long a call waits for the failure machinery to explain an unreadable peer buffer
 // before it fails with the read error itself. A failure reaches every rank in about 0.1 s,
@@ -246,22 +239,24 @@ void DirectExecution::resolvePeers() {
   }
 }
 
-void DirectExecution::copyFrom(int q, bool output, size_t offset, size_t bytes, char* to) {
-  if (bytes == 0) return;
+DirectExecution::ReadStatus DirectExecution::copyFrom(int q, bool output, size_t offset,
+                                                      size_t bytes, char* to) {
+  if (bytes == 0) return {};
   const Peer& peer = peers_[q];
   const char* mapped = output ? peer.mappedOutput : peer.mappedInput;
   if (mapped != nullptr) {
     std::memcpy(to, mapped + offset, bytes);
   } else {
     if (!memory_->read(q, (output ? peer.output : peer.input).address + offset, to, bytes)) {
-      throw PeerMemoryGone{q};
+      return {q};
     }
   }
+  return {};
 }
 
 // to[0, end - begin) = op over ranks q (in rank order) of input_q[begin, end) (elements),
 // finalized.
-void DirectExecution::reduceShare(size_t begin, size_t end, char* to) {
+DirectExecution::ReadStatus DirectExecution::reduceShare(size_t begin, size_t end, char* to) {
   const size_t es = elementBytes_;
   const size_t tileElems =
       std::max<size_t>(1, (copiedPeers_ > 0 ? kCopiedTileBytes : kMappedTileBytes) / es);
@@ -280,17 +275,18 @@ void DirectExecution::reduceShare(size_t begin, size_t end, char* to) {
       std::memcpy(staging[2], own, bytes);
       own = staging[2];
     }
+    // Rank q's operand, or nullptr when its memory cannot be read.
     auto operand = [&](int q, char* slot) -> const char* {
       if (q == me) return own;
       if (peers_[q].mappedInput != nullptr) return peers_[q].mappedInput + first * es;
-      if (!memory_->read(q, peers_[q].input.address + first * es, slot, bytes)) {
-        throw PeerMemoryGone{q};
-      }
+      if (!memory_->read(q, peers_[q].input.address + first * es, slot, bytes)) return nullptr;
       return slot;
     };
     const char* a = operand(0, staging[0]);
+    if (a == nullptr) return {0};
     for (int q = 1; q < n; ++q) {
       const char* b = operand(q, staging[1]);
+      if (b == nullptr) return {q};
       if (q == n - 1) {
         reduceFinalize(acc, a, b, elems, call_.type, call_.op, n);
       } else {
@@ -299,33 +295,35 @@ void DirectExecution::reduceShare(size_t begin, size_t end, char* to) {
       a = acc;
     }
   }
+  return {};
 }
 
-void DirectExecution::work() {
+DirectExecution::ReadStatus DirectExecution::work() {
   const size_t es = elementBytes_;
   const size_t block = call_.count * es;
   const int me = call_.rank;
   switch (call_.collective) {
     case Collective::kAllReduce:
-      break;  // In rounds: advanceRounds().
+      return {};  // In rounds: advanceRounds().
     case Collective::kReduceScatter:
-      reduceShare(call_.count * me, call_.count * (me + 1), call_.output);
-      break;
+      return reduceShare(call_.count * me, call_.count * (me + 1), call_.output);
     case Collective::kAllGather: {
       char* mine = call_.output + me * block;
       if (call_.input != mine) std::memmove(mine, call_.input, block);
       for (int q = 0; q < call_.nranks; ++q) {
-        if (q != me) copyFrom(q, false, 0, block, call_.output + q * block);
+        if (q == me) continue;
+        if (ReadStatus read = copyFrom(q, false, 0, block, call_.output + q * block); !read.ok()) {
+          return read;
+        }
       }
-      break;
+      return {};
     }
     default:  // broadcast
       if (me == call_.root) {
         if (call_.input != call_.output) std::memmove(call_.output, call_.input, block);
-      } else {
-        copyFrom(call_.root, false, 0, block, call_.output);
+        return {};
       }
-      break;
+      return copyFrom(call_.root, false, 0, block, call_.output);
   }
 }
 
@@ -346,7 +344,10 @@ bool DirectExecution::advanceRounds() {
     size_t end = 0;
     if (!roundReduced_) {
       shareOfRound(round_, call_.rank, &begin, &end);
-      reduceShare(begin, end, call_.output + begin * es);
+      if (ReadStatus read = reduceShare(begin, end, call_.output + begin * es); !read.ok()) {
+        unreadablePeer_ = read.unreadable;
+        return false;
+      }
       roundReduced_ = true;
     }
     const bool sent = sendToAll(round_ + 1);
@@ -359,13 +360,27 @@ bool DirectExecution::advanceRounds() {
         continue;
       }
       shareOfRound(round_, q, &begin, &end);
-      copyFrom(q, true, begin * es, (end - begin) * es, call_.output + begin * es);
+      if (ReadStatus read =
+              copyFrom(q, true, begin * es, (end - begin) * es, call_.output + begin * es);
+          !read.ok()) {
+        unreadablePeer_ = read.unreadable;
+        return false;
+      }
     }
     if (!sent || !all) return false;
     ++round_;
     roundReduced_ = false;
   }
   return true;
+}
+
+Progress DirectExecution::blockedOnUnreadable(int peer) {
+  waitingFor_ = peer;
+  const auto now = std::chrono::steady_clock::now();
+  if (!unreadableSince_) unreadableSince_ = now;
+  if (now - *unreadableSince_ < kUnreadableGrace) return Progress::kBlocked;
+  fail(ErrorCode::kRemoteError, memory_->readFailure());
+  return Progress::kFailed;
 }
 
 Progress DirectExecution::advance() {
@@ -380,12 +395,13 @@ Progress DirectExecution::advance() {
         phase_ = Phase::kFinished;
         return Progress::kDone;
       }
-      work();
+      if (ReadStatus read = work(); !read.ok()) return blockedOnUnreadable(read.unreadable);
       phase_ = call_.collective == Collective::kAllReduce ? Phase::kRounds : Phase::kFinishing;
     }
     if (phase_ == Phase::kRounds) {
       if (!advanceRounds()) {
         if (!error_.empty()) return Progress::kFailed;
+        if (unreadablePeer_ >= 0) return blockedOnUnreadable(std::exchange(unreadablePeer_, -1));
         return phase_ != before ? Progress::kMoved : Progress::kBlocked;
       }
       phase_ = Phase::kFinishing;
@@ -415,13 +431,6 @@ Progress DirectExecution::advance() {
       }
       phase_ = Phase::kFinished;
     }
-  } catch (const PeerMemoryGone& gone) {
-    waitingFor_ = gone.peer;
-    const auto now = std::chrono::steady_clock::now();
-    if (!unreadableSince_) unreadableSince_ = now;
-    if (now - *unreadableSince_ < kUnreadableGrace) return Progress::kBlocked;
-    fail(ErrorCode::kRemoteError, memory_->readFailure());
-    return Progress::kFailed;
   } catch (const Error& error) {
     fail(error.code(), error.what());
     return Progress::kFailed;

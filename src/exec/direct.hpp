@@ -112,15 +112,28 @@ class DirectExecution {
   /// Rank q's buffer mapped here, or nullptr when it must be copied (or is not read:
   /// `needed` is 0). Checks it holds `needed` bytes.
   const char* resolve(int q, const transport::BufferDescriptor& buffer, size_t needed);
+  /// What reading peers' memory found: every read succeeded, or rank `unreadable`'s memory
+  /// could not be read (its process is gone, or it left the call on a failure and freed its
+  /// buffer). Not an error of the call by itself: see blockedOnUnreadable().
+  struct [[nodiscard]] ReadStatus {
+    int unreadable = -1;
+    bool ok() const { return unreadable < 0; }
+  };
+
   /// to[0, end - begin) = the reduction of elements [begin, end) of every rank's input.
-  void reduceShare(size_t begin, size_t end, char* to);
+  ReadStatus reduceShare(size_t begin, size_t end, char* to);
   /// Copies [offset, offset + bytes) of rank q's input (or output) into `to`.
-  void copyFrom(int q, bool output, size_t offset, size_t bytes, char* to);
-  /// Allreduce's rounds; true once all are done.
+  ReadStatus copyFrom(int q, bool output, size_t offset, size_t bytes, char* to);
+  /// Allreduce's rounds; true once all are done (false with unreadablePeer_ set when a
+  /// peer's memory could not be read).
   bool advanceRounds();
   /// Elements [*begin, *end) of the call: rank q's share of allreduce round `round`.
   void shareOfRound(uint32_t round, int q, size_t* begin, size_t* end) const;
-  void work();
+  ReadStatus work();
+  /// A peer's memory could not be read: report "blocked" so that the communicator's wait
+  /// finds the failure and fails the call naming its origin, exactly as when a message from
+  /// the peer never comes; after kUnreadableGrace, fail with the read error itself.
+  Progress blockedOnUnreadable(int peer);
   void fail(ErrorCode code, std::string message);
 
   DirectCall call_;
@@ -137,7 +150,8 @@ class DirectExecution {
   std::string_view declineReason_;
   int copiedPeers_ = 0;
   int waitingFor_ = -1;
-  /// When a peer's buffer first could not be read (see PeerMemoryGone), if it happened.
+  int unreadablePeer_ = -1;  ///< Set by advanceRounds() when a read failed.
+  /// When a peer's buffer first could not be read (see ReadStatus), if it happened.
   std::optional<std::chrono::steady_clock::time_point> unreadableSince_;
   std::string error_;
   ErrorCode errorCode_ = ErrorCode::kInvalidUsage;

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "exec/layout.hpp"
 #include "exec/trace_buffer.hpp"
 #include "grove/error.hpp"
 #include "grove/types.hpp"
 #include "plan/cursor.hpp"
+#include "plan/layout.hpp"
 #include "plan/plan.hpp"
 #include "transport/transport.hpp"
 

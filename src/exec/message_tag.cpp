@@ -5,7 +5,9 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "algo/registry.hpp"
+#include <mutex>
+#include <unordered_map>
+
 #include "grove/types.hpp"
 #include "plan/plan.hpp"
 
@@ -25,12 +27,24 @@ std::string typeName(uint8_t type) {
   return fmt::format("type {}", type);
 }
 
+/// The names given to nameAlgorithms, by tag. Read only to describe a tag (an error or trace
+/// path), so a lock costs nothing that matters.
+struct AlgorithmNames {
+  std::mutex mutex;
+  std::unordered_map<uint32_t, std::string> byTag;
+};
+
+AlgorithmNames& algorithmNames() {
+  static AlgorithmNames names;
+  return names;
+}
+
 std::string algorithmName(uint32_t tag) {
   if (tag == 0) return "none";
   if (tag == algorithmTag(kDirectAlgorithm)) return std::string(kDirectAlgorithm);
-  for (const algo::Algorithm& algorithm : algo::algorithms()) {
-    if (algorithmTag(algorithm.name) == tag) return std::string(algorithm.name);
-  }
+  AlgorithmNames& names = algorithmNames();
+  std::lock_guard<std::mutex> lock(names.mutex);
+  if (auto found = names.byTag.find(tag); found != names.byTag.end()) return found->second;
   return fmt::format("{:#010x}", tag);
 }
 
@@ -47,6 +61,12 @@ uint32_t algorithmTag(std::string_view name) {
   uint32_t hash = 2166136261u;
   for (char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
   return hash == 0 ? 1 : hash;
+}
+
+void nameAlgorithms(const std::vector<std::string_view>& names) {
+  AlgorithmNames& table = algorithmNames();
+  std::lock_guard<std::mutex> lock(table.mutex);
+  for (std::string_view name : names) table.byTag.emplace(algorithmTag(name), name);
 }
 
 std::string describeTag(const MessageTag& tag) {

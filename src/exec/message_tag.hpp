@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "grove/error.hpp"
 #include "transport/fifo.hpp"
@@ -25,9 +26,14 @@ inline constexpr std::string_view kDirectAlgorithm = "direct";
 /// The 32-bit name hash carried in MessageTag::algorithm (FNV-1a; never 0 for a name).
 uint32_t algorithmTag(std::string_view name);
 
+/// Makes `names` known to describeTag, which otherwise prints an algorithm's hash: the
+/// algorithms live in a layer above this one (algo/registry.hpp), so the layer that knows both
+/// (core) hands their names down. Idempotent; safe to call from any thread.
+void nameAlgorithms(const std::vector<std::string_view>& names);
+
 /// "allreduce, collective #3 (count 1024 float32 sum, algorithm ring)" (#3: the third
 /// collective call on the communicator; send/recv calls are not counted), from the tag alone (an
-/// algorithm hash that names no registered algorithm is printed in hex).
+/// algorithm hash that names no algorithm given to nameAlgorithms is printed in hex).
 std::string describeTag(const MessageTag& tag);
 
 /// Why a message tagged `theirs` from rank `peer` cannot belong to this rank's call `mine`:

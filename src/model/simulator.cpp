@@ -32,10 +32,10 @@
 #include <queue>
 #include <tuple>
 
-#include "exec/layout.hpp"
 #include "grove/error.hpp"
 #include "model/wire.hpp"
 #include "plan/cursor.hpp"
+#include "plan/layout.hpp"
 
 namespace grove::model {
 namespace {

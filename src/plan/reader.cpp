@@ -274,12 +274,11 @@ Plan parse(std::string_view text) {
 
 }  // namespace
 
-std::optional<Plan> fromText(std::string_view text, std::string* error) {
+Expected<Plan> fromText(std::string_view text) {
   try {
     return parse(text);
   } catch (const Failure& failure) {
-    if (error != nullptr) *error = failure.message;
-    return std::nullopt;
+    return Status::failure(ErrorCode::kInvalidArgument, failure.message);
   }
 }
 

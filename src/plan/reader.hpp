@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/status.hpp"
 #include "plan/plan.hpp"
 
 namespace grove::plan {
@@ -22,9 +23,9 @@ namespace grove::plan {
 /// every step names exactly the peers and operands its kind uses; `after` names an existing
 /// step. Semantic rules (no self-sends, correct results) are the verifier's business.
 ///
-/// Returns the plan, or std::nullopt with a message naming the line in `*error` (when
-/// `error` is not null). For every plan p whose unused operands hold their defaults and
-/// whose algorithm name has no whitespace, fromText(toText(p)) reproduces p.
-std::optional<Plan> fromText(std::string_view text, std::string* error);
+/// Returns the plan, or kInvalidArgument with a message naming the line. For every plan p whose
+/// unused operands hold their defaults and whose algorithm name has no whitespace,
+/// fromText(toText(p)) reproduces p.
+Expected<Plan> fromText(std::string_view text);
 
 }  // namespace grove::plan

@@ -25,11 +25,11 @@ Status Replay::checkFifosEmpty() const {
       firstKey = key;
     }
   }
-  if (first == nullptr) return Status::passed();
+  if (first == nullptr) return Status();
   const auto lane = static_cast<uint16_t>(firstKey & 0xffff);
   const auto from = static_cast<int>((firstKey >> 16) / static_cast<uint64_t>(nranks_));
   const auto to = static_cast<int>((firstKey >> 16) % static_cast<uint64_t>(nranks_));
-  return Status::failed(
+  return Status::failure(ErrorCode::kInvalidArgument, 
       fmt::format("unmatched send: {} sent a message to rank {} on lane {} that no step of rank {} "
                   "receives ({} message(s) left on that connection)",
                   where(from, first->channel, static_cast<uint32_t>(first->step), first->tile), to,
@@ -55,7 +55,7 @@ Status Replay::checkOutputs() const {
                                toText(stepAt(r, wc, static_cast<uint32_t>(access.writerStep))));
         }
         if (!value.defined) {
-          return Status::failed(
+          return Status::failure(ErrorCode::kInvalidArgument, 
               fmt::format("{} was never written; expected {}", name, describe(expected.items)));
         }
         if (expected.kind == Expectation::Kind::kEveryRank) {
@@ -65,7 +65,7 @@ Status Replay::checkOutputs() const {
           }
           for (int q = 0; q < nranks_; ++q) {
             if (!present[static_cast<size_t>(q)]) {
-              return Status::failed(fmt::format("{} lacks the token of rank {}: holds {}{}", name,
+              return Status::failure(ErrorCode::kInvalidArgument, fmt::format("{} lacks the token of rank {}: holds {}{}", name,
                                                 q, describe(value.items), writer));
             }
           }
@@ -81,12 +81,12 @@ Status Replay::checkOutputs() const {
           std::string detail;
           if (!missing.empty()) detail += "; missing contribution(s) " + describe(missing, 4);
           if (!extra.empty()) detail += "; unexpected contribution(s) " + describe(extra, 4);
-          return Status::failed(fmt::format("{} holds {}, expected {}{}{}", name,
+          return Status::failure(ErrorCode::kInvalidArgument, fmt::format("{} holds {}, expected {}{}{}", name,
                                             describe(value.items), describe(expected.items), detail,
                                             writer));
         }
         if (expected.finalized && !value.finalized) {
-          return Status::failed(
+          return Status::failure(ErrorCode::kInvalidArgument, 
               fmt::format("{} holds every contribution but was never finalized: mark "
                           "the step that completes it with finalize{}",
                           name, writer));
@@ -94,20 +94,20 @@ Status Replay::checkOutputs() const {
       }
     }
   }
-  return Status::passed();
+  return Status();
 }
 
 }  // namespace verifier_model
 
-VerifyResult verify(const std::vector<Plan>& plans, const VerifyOptions& options) {
-  if (std::string error = verifier_model::checkStructure(plans, options); !error.empty())
-    return {false, error};
+Status verify(const std::vector<Plan>& plans, const VerifyOptions& options) {
+  if (Status structure = verifier_model::checkStructure(plans, options); !structure.ok()) {
+    return structure;
+  }
   verifier_model::Replay replay(plans, options);
-  verifier_model::Status status = replay.run();
+  Status status = replay.run();
   if (status.ok()) status = replay.checkFifosEmpty();
   if (status.ok()) status = replay.checkOutputs();
-  if (!status.ok()) return {false, status.message()};
-  return {};
+  return status;
 }
 
 }  // namespace grove::plan

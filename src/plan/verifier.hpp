@@ -5,16 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "common/status.hpp"
 #include "plan/plan.hpp"
 
 namespace grove::plan {
-
-/// Outcome of a verification: ok, or the first problem found in words that name the rank,
-/// channel, step and chunk involved.
-struct VerifyResult {
-  bool ok = true;
-  std::string error;
-};
 
 /// Options of a verification run.
 struct VerifyOptions {
@@ -60,6 +54,8 @@ struct VerifyOptions {
 /// touch the same chunk of the same tile, one of them writing, must be ordered through
 /// `after` or messages (else a race is reported even if the replay got the right values); a
 /// receive must take the message of the same tile.
-VerifyResult verify(const std::vector<Plan>& plans, const VerifyOptions& options = {});
+/// Returns ok, or kInvalidArgument with the first problem found in words that name the rank,
+/// channel, step and chunk involved.
+Status verify(const std::vector<Plan>& plans, const VerifyOptions& options = {});
 
 }  // namespace grove::plan

@@ -15,6 +15,11 @@
 namespace grove::plan::verifier_model {
 namespace {
 
+/// A structural problem: the plans are the verifier's input.
+Status invalid(std::string problem) {
+  return Status::failure(ErrorCode::kInvalidArgument, std::move(problem));
+}
+
 // Upper bound on ranks × chunks × tiles states the replay allocates.
 constexpr uint64_t kMaxStates = uint64_t{1} << 22;
 
@@ -65,17 +70,18 @@ std::pair<int64_t, int64_t> expectedBlocks(Collective collective, int64_t n) {
   return {-1, -1};
 }
 
-std::string checkAgreement(const std::vector<Plan>& plans) {
+Status checkAgreement(const std::vector<Plan>& plans) {
   const Plan& first = plans[0];
   const int n = static_cast<int>(plans.size());
   for (int r = 0; r < n; ++r) {
     const Plan& p = plans[static_cast<size_t>(r)];
     if (p.rank != r) {
-      return fmt::format("plans[{}].rank is {}, expected {}: pass one plan per rank, in rank order",
-                         r, p.rank, r);
+      return invalid(
+          fmt::format("plans[{}].rank is {}, expected {}: pass one plan per rank, in rank order", r,
+                      p.rank, r));
     }
     if (p.nranks != n) {
-      return fmt::format("rank {}: nranks is {}, but {} plans were given", r, p.nranks, n);
+      return invalid(fmt::format("rank {}: nranks is {}, but {} plans were given", r, p.nranks, n));
     }
     auto differ = [&](const char* field, auto mine, auto theirs) {
       return fmt::format(
@@ -84,139 +90,143 @@ std::string checkAgreement(const std::vector<Plan>& plans) {
           r, field, mine, theirs);
     };
     if (p.collective != first.collective) {
-      return differ("collective", toString(p.collective), toString(first.collective));
+      return invalid(differ("collective", toString(p.collective), toString(first.collective)));
     }
-    if (p.root != first.root) return differ("root", p.root, first.root);
+    if (p.root != first.root) return invalid(differ("root", p.root, first.root));
     if (p.chunksPerBlock != first.chunksPerBlock) {
-      return differ("chunksPerBlock", p.chunksPerBlock, first.chunksPerBlock);
+      return invalid(differ("chunksPerBlock", p.chunksPerBlock, first.chunksPerBlock));
     }
     if (p.inputBlocks != first.inputBlocks) {
-      return differ("inputBlocks", p.inputBlocks, first.inputBlocks);
+      return invalid(differ("inputBlocks", p.inputBlocks, first.inputBlocks));
     }
     if (p.outputBlocks != first.outputBlocks) {
-      return differ("outputBlocks", p.outputBlocks, first.outputBlocks);
+      return invalid(differ("outputBlocks", p.outputBlocks, first.outputBlocks));
     }
     if (p.scratchBlocks != first.scratchBlocks) {
-      return differ("scratchBlocks", p.scratchBlocks, first.scratchBlocks);
+      return invalid(differ("scratchBlocks", p.scratchBlocks, first.scratchBlocks));
     }
   }
   return {};
 }
 
-std::string checkShape(const Plan& p, const VerifyOptions& options) {
+Status checkShape(const Plan& p, const VerifyOptions& options) {
   const int64_t n = p.nranks;
   const char* name = toString(p.collective);
   if (isRooted(p.collective) && (p.root < 0 || p.root >= n)) {
-    return fmt::format("root {} is not a rank in [0, {}); {} needs a root", p.root, n, name);
+    return invalid(
+        fmt::format("root {} is not a rank in [0, {}); {} needs a root", p.root, n, name));
   }
-  if (p.chunksPerBlock < 1) return "chunksPerBlock is 0, expected at least 1";
+  if (p.chunksPerBlock < 1) return invalid("chunksPerBlock is 0, expected at least 1");
   auto [in, out] = expectedBlocks(p.collective, n);
   if (in >= 0 && p.inputBlocks != in) {
-    return fmt::format("{} plans need inputBlocks = {} for {} ranks, found {}", name, in, n,
-                       p.inputBlocks);
+    return invalid(fmt::format("{} plans need inputBlocks = {} for {} ranks, found {}", name, in, n,
+                               p.inputBlocks));
   }
   if (p.outputBlocks != out) {
-    return fmt::format("{} plans need outputBlocks = {} for {} ranks, found {}", name, out, n,
-                       p.outputBlocks);
+    return invalid(fmt::format("{} plans need outputBlocks = {} for {} ranks, found {}", name, out,
+                               n, p.outputBlocks));
   }
   if (p.collective == Collective::kBarrier && p.chunksPerBlock != 1) {
-    return fmt::format("barrier plans need chunksPerBlock = 1 (one token chunk), found {}",
-                       p.chunksPerBlock);
+    return invalid(fmt::format("barrier plans need chunksPerBlock = 1 (one token chunk), found {}",
+                               p.chunksPerBlock));
   }
   const uint64_t k = p.chunksPerBlock;
   const uint64_t chunks = (uint64_t{p.inputBlocks} + p.outputBlocks + p.scratchBlocks) * k;
   const uint64_t states = chunks * static_cast<uint64_t>(n) * static_cast<uint64_t>(options.tiles);
   if (uint64_t{p.inputBlocks} * k > UINT32_MAX || uint64_t{p.outputBlocks} * k > UINT32_MAX ||
       uint64_t{p.scratchBlocks} * k > UINT32_MAX || states > kMaxStates) {
-    return fmt::format(
-        "too large to verify: {} ranks x {} chunks x {} tiles exceeds {} chunk "
-        "states; use fewer tiles or fewer chunks per block",
-        n, chunks, options.tiles, kMaxStates);
+    return invalid(
+        fmt::format("too large to verify: {} ranks x {} chunks x {} tiles exceeds {} chunk "
+                    "states; use fewer tiles or fewer chunks per block",
+                    n, chunks, options.tiles, kMaxStates));
   }
   return {};
 }
 
-std::string checkOperand(const Plan& p, const ChunkRef& ref, const char* role) {
+Status checkOperand(const Plan& p, const ChunkRef& ref, const char* role) {
   if (static_cast<int>(ref.buffer) > static_cast<int>(BufferKind::kScratch)) {
-    return fmt::format("{} buffer {} is not a buffer kind", role, static_cast<int>(ref.buffer));
+    return invalid(
+        fmt::format("{} buffer {} is not a buffer kind", role, static_cast<int>(ref.buffer)));
   }
   const uint32_t chunks = p.chunks(ref.buffer);
   if (ref.chunk >= chunks) {
-    return fmt::format("{} {}[{}] is out of range: {} has {} chunks", role, bufferName(ref.buffer),
-                       ref.chunk, bufferName(ref.buffer), chunks);
+    return invalid(fmt::format("{} {}[{}] is out of range: {} has {} chunks", role,
+                               bufferName(ref.buffer), ref.chunk, bufferName(ref.buffer), chunks));
   }
   return {};
 }
 
-std::string checkPeer(const Plan& p, int32_t peer, const char* role) {
+Status checkPeer(const Plan& p, int32_t peer, const char* role) {
   if (peer < 0 || peer >= p.nranks) {
-    return fmt::format("{} {} is not a rank in [0, {})", role, peer, p.nranks);
+    return invalid(fmt::format("{} {} is not a rank in [0, {})", role, peer, p.nranks));
   }
   if (peer == p.rank) {
-    return fmt::format("{} {} is the step's own rank; a rank does not message itself (use copy)",
-                       role, peer);
+    return invalid(fmt::format(
+        "{} {} is the step's own rank; a rank does not message itself (use copy)", role, peer));
   }
   return {};
 }
 
-std::string checkStep(const Plan& p, size_t c, size_t s) {
+Status checkStep(const Plan& p, size_t c, size_t s) {
   const Step& step = p.channels[c].steps[s];
   if (static_cast<int>(step.op) >= kOpKindCount) {
-    return fmt::format("op {} is not a step kind", static_cast<int>(step.op));
+    return invalid(fmt::format("op {} is not a step kind", static_cast<int>(step.op)));
   }
-  std::string error;
+  Status error;
   if (isDataMovement(p.collective) && reduces(step.op)) {
-    return fmt::format("'{}' reduces, but {} only moves data", toString(step.op),
-                       toString(p.collective));
+    return invalid(fmt::format("'{}' reduces, but {} only moves data", toString(step.op),
+                               toString(p.collective)));
   }
   if (isDataMovement(p.collective) && step.finalize) {
-    return fmt::format("finalize is set, but {} only moves data (there is nothing to finalize)",
-                       toString(p.collective));
+    return invalid(
+        fmt::format("finalize is set, but {} only moves data (there is nothing to finalize)",
+                    toString(p.collective)));
   }
-  if (receives(step.op) && !(error = checkPeer(p, step.recvPeer, "recvPeer")).empty()) {
+  if (receives(step.op) && !(error = checkPeer(p, step.recvPeer, "recvPeer")).ok()) {
     return error;
   }
-  if (sends(step.op) && !(error = checkPeer(p, step.sendPeer, "sendPeer")).empty()) return error;
-  if (readsSrc(step.op) && !(error = checkOperand(p, step.src, "src")).empty()) return error;
+  if (sends(step.op) && !(error = checkPeer(p, step.sendPeer, "sendPeer")).ok()) return error;
+  if (readsSrc(step.op) && !(error = checkOperand(p, step.src, "src")).ok()) return error;
   if (writesDst(step.op)) {
-    if (!(error = checkOperand(p, step.dst, "dst")).empty()) return error;
+    if (!(error = checkOperand(p, step.dst, "dst")).ok()) return error;
     if (step.dst.buffer == BufferKind::kInput) {
-      return fmt::format(
-          "dst in[{}] writes the input buffer, which is the caller's read-only "
-          "send buffer",
-          step.dst.chunk);
+      return invalid(
+          fmt::format("dst in[{}] writes the input buffer, which is the caller's read-only "
+                      "send buffer",
+                      step.dst.chunk));
     }
   }
   const uint32_t k = p.chunksPerBlock;
   if (p.collective != Collective::kAllToAllv && readsSrc(step.op) && writesDst(step.op) &&
       step.src.chunk % k != step.dst.chunk % k) {
-    return fmt::format(
-        "src {}[{}] is part {} of its block but dst {}[{}] is part {}: parts "
-        "differ in size",
-        bufferName(step.src.buffer), step.src.chunk, step.src.chunk % k,
-        bufferName(step.dst.buffer), step.dst.chunk, step.dst.chunk % k);
+    return invalid(
+        fmt::format("src {}[{}] is part {} of its block but dst {}[{}] is part {}: parts "
+                    "differ in size",
+                    bufferName(step.src.buffer), step.src.chunk, step.src.chunk % k,
+                    bufferName(step.dst.buffer), step.dst.chunk, step.dst.chunk % k));
   }
   const StepRef& after = step.after;
   if (after.channel == -1) return {};
   if (after.channel < -1 || static_cast<size_t>(after.channel) >= p.channels.size()) {
-    return fmt::format("after.channel {} does not exist (the plan has {} channels; -1 = none)",
-                       after.channel, p.channels.size());
+    return invalid(
+        fmt::format("after.channel {} does not exist (the plan has {} channels; -1 = none)",
+                    after.channel, p.channels.size()));
   }
   const size_t length = p.channels[static_cast<size_t>(after.channel)].steps.size();
   if (after.step < 0 || static_cast<size_t>(after.step) >= length) {
-    return fmt::format("after.step {} does not exist (channel {} has {} steps)", after.step,
-                       after.channel, length);
+    return invalid(fmt::format("after.step {} does not exist (channel {} has {} steps)", after.step,
+                               after.channel, length));
   }
   if (static_cast<size_t>(after.channel) == c && static_cast<size_t>(after.step) >= s) {
-    return fmt::format("after names step {} of its own channel, which cannot run before it",
-                       after.step);
+    return invalid(fmt::format("after names step {} of its own channel, which cannot run before it",
+                               after.step));
   }
   return {};
 }
 
 // A connection end (direction, peer, lane) must belong to one channel, otherwise which
 // channel gets which message depends on timing.
-std::string checkConnections(const Plan& p) {
+Status checkConnections(const Plan& p) {
   std::map<std::tuple<bool, int32_t, uint16_t>, size_t> owner;
   for (size_t c = 0; c < p.channels.size(); ++c) {
     for (const Step& step : p.channels[c].steps) {
@@ -225,10 +235,10 @@ std::string checkConnections(const Plan& p) {
         const int32_t peer = sending ? step.sendPeer : step.recvPeer;
         auto [it, added] = owner.try_emplace({sending, peer, step.lane}, c);
         if (!added && it->second != c) {
-          return fmt::format(
+          return invalid(fmt::format(
               "rank {}: channels {} and {} both {} rank {} on lane {}; a "
               "connection belongs to one channel, give them different lanes",
-              p.rank, it->second, c, sending ? "send to" : "receive from", peer, step.lane);
+              p.rank, it->second, c, sending ? "send to" : "receive from", peer, step.lane));
         }
       }
     }
@@ -322,34 +332,38 @@ int64_t aliasedInput(const Plan& plan, uint32_t chunk) {
   }
 }
 
-std::string checkStructure(const std::vector<Plan>& plans, const VerifyOptions& options) {
-  if (plans.empty()) return "no plans to verify: pass one plan per rank";
+Status checkStructure(const std::vector<Plan>& plans, const VerifyOptions& options) {
+  if (plans.empty()) return invalid("no plans to verify: pass one plan per rank");
   if (options.tiles < 1 || options.tiles > kMaxTiles) {
-    return fmt::format("VerifyOptions::tiles is {}, expected 1..{}", options.tiles, kMaxTiles);
+    return invalid(
+        fmt::format("VerifyOptions::tiles is {}, expected 1..{}", options.tiles, kMaxTiles));
   }
   if (options.fifoDepth < 1) {
-    return fmt::format("VerifyOptions::fifoDepth is {}, expected at least 1", options.fifoDepth);
+    return invalid(
+        fmt::format("VerifyOptions::fifoDepth is {}, expected at least 1", options.fifoDepth));
   }
   const Collective collective = plans[0].collective;
   if (static_cast<int>(collective) >= kCollectiveCount) {
-    return fmt::format("rank 0: collective {} is not a collective", static_cast<int>(collective));
+    return invalid(
+        fmt::format("rank 0: collective {} is not a collective", static_cast<int>(collective)));
   }
   if (collective == Collective::kSendRecv) {
-    return "sendrecv plans are not verifiable: a point-to-point pair has no collective result "
-           "to prove";
+    return invalid(
+        "sendrecv plans are not verifiable: a point-to-point pair has no collective result "
+        "to prove");
   }
-  if (std::string error = checkAgreement(plans); !error.empty()) return error;
-  if (std::string error = checkShape(plans[0], options); !error.empty()) return error;
+  if (Status error = checkAgreement(plans); !error.ok()) return error;
+  if (Status error = checkShape(plans[0], options); !error.ok()) return error;
   for (const Plan& p : plans) {
     for (size_t c = 0; c < p.channels.size(); ++c) {
       for (size_t s = 0; s < p.channels[c].steps.size(); ++s) {
-        if (std::string error = checkStep(p, c, s); !error.empty()) {
-          return fmt::format("rank {} channel {} step {} ({}): {}", p.rank, c, s,
-                             toText(p.channels[c].steps[s]), error);
+        if (Status error = checkStep(p, c, s); !error.ok()) {
+          return invalid(fmt::format("rank {} channel {} step {} ({}): {}", p.rank, c, s,
+                                     toText(p.channels[c].steps[s]), error.message()));
         }
       }
     }
-    if (std::string error = checkConnections(p); !error.empty()) return error;
+    if (Status error = checkConnections(p); !error.ok()) return error;
   }
   return {};
 }

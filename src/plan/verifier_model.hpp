@@ -13,25 +13,6 @@
 
 namespace grove::plan::verifier_model {
 
-/// The outcome of one verification stage: passed, or failed with the first problem found.
-/// Every stage returns one and its caller returns the first failure on.
-class [[nodiscard]] Status {
- public:
-  static Status passed() { return Status(); }
-  static Status failed(std::string message) { return Status(std::move(message)); }
-
-  bool ok() const { return ok_; }
-  /// What went wrong (empty when ok()).
-  const std::string& message() const { return message_; }
-
- private:
-  Status() = default;
-  explicit Status(std::string message) : ok_(false), message_(std::move(message)) {}
-
-  bool ok_ = true;
-  std::string message_;
-};
-
 /// Input chunk `chunk` of rank `rank`, packed so that values sort and compare as integers.
 using Contribution = uint64_t;
 
@@ -81,8 +62,8 @@ int64_t aliasedInput(const Plan& plan, uint32_t chunk);
 
 /// Everything that can be checked without replaying: option ranges, agreement between
 /// plans, buffer shapes, and every step's kinds, peers, chunks, lanes and dependencies.
-/// Returns the first problem, or an empty string.
-std::string checkStructure(const std::vector<Plan>& plans, const VerifyOptions& options);
+/// Returns the first problem (kInvalidArgument), or ok.
+Status checkStructure(const std::vector<Plan>& plans, const VerifyOptions& options);
 
 /// The largest number of tiles the verifier replays.
 inline constexpr int kMaxTiles = 1024;

@@ -137,7 +137,7 @@ Status Replay::run() {
       }
     }
   }
-  if (remaining == 0) return Status::passed();
+  if (remaining == 0) return Status();
   std::string message = fmt::format("deadlock: no step can run (FIFOs of {} slot(s), {} tile(s)); ",
                                     fifoDepth_, tiles_);
   size_t listed = 0;
@@ -146,7 +146,7 @@ Status Replay::run() {
       if (done(r, c)) continue;
       if (listed == 8) {
         message += fmt::format("; ... ({} blocked channels in all)", remaining);
-        return Status::failed(std::move(message));
+        return Status::failure(ErrorCode::kInvalidArgument, std::move(message));
       }
       const ChannelCursor& cur = state_[r].cursors[c];
       message +=
@@ -154,16 +154,16 @@ Status Replay::run() {
                       where(r, c, cur.step, static_cast<uint32_t>(cur.tile)), blockedReason(r, c));
     }
   }
-  return Status::failed(std::move(message));
+  return Status::failure(ErrorCode::kInvalidArgument, std::move(message));
 }
 
 Status Replay::checkOrdered(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref,
                             int32_t other, uint32_t otherClock, int32_t otherStep, bool otherWrites,
                             bool iWrite) const {
   const int me = state_[r].firstChannel + c;
-  if (other < 0 || other == me || clocks_[me][other] >= otherClock) return Status::passed();
+  if (other < 0 || other == me || clocks_[me][other] >= otherClock) return Status();
   const int otherChannel = channelOwner_[other].second;
-  return Status::failed(fmt::format(
+  return Status::failure(ErrorCode::kInvalidArgument, fmt::format(
       "{} {} {} while channel {} step {} ({}) {} it in the same tile, and nothing orders the "
       "two (add `after` or keep them on one channel)",
       where(r, c, s, tile), iWrite ? "writes" : "reads", chunkName(ref), otherChannel, otherStep,
@@ -176,7 +176,7 @@ Status Replay::read(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref
   RankState& st = state_[r];
   const Value& held = st.values[at];
   if (!held.defined) {
-    return Status::failed(fmt::format("{} reads undefined {}: nothing has written it yet",
+    return Status::failure(ErrorCode::kInvalidArgument, fmt::format("{} reads undefined {}: nothing has written it yet",
                                       where(r, c, s, tile), chunkName(ref)));
   }
   Access& access = st.access[at];
@@ -194,7 +194,7 @@ Status Replay::read(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref
     mine->second = clocks_[me][me];
   }
   *value = held;
-  return Status::passed();
+  return Status();
 }
 
 Status Replay::write(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref,
@@ -225,13 +225,13 @@ Status Replay::write(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& re
   access.writerStep = static_cast<int32_t>(s);
   access.reads.clear();
   st.values[at] = value;
-  return Status::passed();
+  return Status();
 }
 
 Status Replay::combine(const Value& a, const Value& b, int r, int c, uint32_t s, uint32_t tile,
                        Value* result) const {
   if (a.finalized || b.finalized) {
-    return Status::failed(
+    return Status::failure(ErrorCode::kInvalidArgument, 
         fmt::format("{} reduces a value that is already finalized ({}); finalize "
                     "belongs on the last reduction only",
                     where(r, c, s, tile), describe(a.finalized ? a.items : b.items)));
@@ -242,23 +242,23 @@ Status Replay::combine(const Value& a, const Value& b, int r, int c, uint32_t s,
     std::set_union(a.items.begin(), a.items.end(), b.items.begin(), b.items.end(),
                    std::back_inserter(combined.items));
     *result = std::move(combined);
-    return Status::passed();
+    return Status();
   }
   std::merge(a.items.begin(), a.items.end(), b.items.begin(), b.items.end(),
              std::back_inserter(combined.items));
   auto twice = std::adjacent_find(combined.items.begin(), combined.items.end());
   if (twice != combined.items.end()) {
-    return Status::failed(fmt::format(
+    return Status::failure(ErrorCode::kInvalidArgument, fmt::format(
         "{} double counts contribution ({},{}): {} ⊕ {}", where(r, c, s, tile),
         contributorRank(*twice), contributorChunk(*twice), describe(a.items), describe(b.items)));
   }
   *result = std::move(combined);
-  return Status::passed();
+  return Status();
 }
 
 Status Replay::finalize(Value& value, int r, int c, uint32_t s, uint32_t tile) const {
   if (value.finalized) {
-    return Status::failed(
+    return Status::failure(ErrorCode::kInvalidArgument, 
         fmt::format("{} finalizes {} a second time", where(r, c, s, tile), describe(value.items)));
   }
   std::vector<bool> present(static_cast<size_t>(nranks_));
@@ -271,13 +271,13 @@ Status Replay::finalize(Value& value, int r, int c, uint32_t s, uint32_t tile) c
       missing += fmt::format("{}{}", missing.empty() ? "" : ", ", q);
   }
   if (!missing.empty()) {
-    return Status::failed(
+    return Status::failure(ErrorCode::kInvalidArgument, 
         fmt::format("{} finalizes an incomplete value {}: missing contribution of "
                     "rank(s) {}",
                     where(r, c, s, tile), describe(value.items), missing));
   }
   value.finalized = true;
-  return Status::passed();
+  return Status();
 }
 
 Status Replay::fire(int r, int c) {
@@ -306,13 +306,13 @@ Status Replay::fire(int r, int c) {
           toText(stepAt(step.recvPeer, incoming.channel, static_cast<uint32_t>(incoming.step))));
     };
     if (incoming.tile != tile) {
-      return Status::failed(fmt::format(
+      return Status::failure(ErrorCode::kInvalidArgument, fmt::format(
           "{} receives the tile {} message of {}: the two plans exchange different numbers of "
           "messages per tile on the connection from rank {} to rank {} lane {}",
           where(r, c, s, tile), incoming.tile, sender(), step.recvPeer, r, step.lane));
     }
     if (checkParts_ && incoming.part != part) {
-      return Status::failed(fmt::format(
+      return Status::failure(ErrorCode::kInvalidArgument, fmt::format(
           "{} receives a part {} chunk from {} into part {} chunks: parts differ in size",
           where(r, c, s, tile), incoming.part, sender(), part));
     }
@@ -321,7 +321,7 @@ Status Replay::fire(int r, int c) {
   ++clock[me];
 
   Value value;
-  Status status = Status::passed();
+  Status status = Status();
   Value held;
   Value other;
   switch (step.op) {
@@ -358,7 +358,7 @@ Status Replay::fire(int r, int c) {
   }
   if (state_[r].isAfterTarget[c][s]) snapshots_[snapshotKey(me, int32_t(s), tile)] = clock;
   cur.next(length(r, c));
-  return Status::passed();
+  return Status();
 }
 
 }  // namespace grove::plan::verifier_model

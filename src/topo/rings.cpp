@@ -21,7 +21,9 @@
 namespace grove::topo::detail {
 namespace {
 
-struct BudgetExceeded {};
+/// How a search ended: the node budget is an outcome of its own, passed up through every
+/// level of the recursion (the search unwinds without restoring its state; it is discarded).
+enum class SearchStatus { kFound, kNone, kOverBudget };
 
 class RingSearch {
  public:
@@ -46,8 +48,8 @@ class RingSearch {
     return bound;
   }
 
-  /// True when k disjoint rings exist; throws BudgetExceeded.
-  bool find(int k) {
+  /// Whether k disjoint rings exist, or kOverBudget when the search could not tell.
+  SearchStatus find(int k) {
     k_ = k;
     cycles_.assign(static_cast<size_t>(k), std::vector<int>(static_cast<size_t>(n_), 0));
     visited_.assign(static_cast<size_t>(n_), 0);
@@ -87,21 +89,23 @@ class RingSearch {
 
   // Cycle `cycle` has visited `position` ranks and stands at `u`; `tied` says its sequence
   // so far equals the previous cycle's.
-  bool extend(int cycle, int position, int u, bool tied) {
-    if (++nodes_ > budget_) throw BudgetExceeded{};
+  SearchStatus extend(int cycle, int position, int u, bool tied) {
+    if (++nodes_ > budget_) return SearchStatus::kOverBudget;
     const int64_t later = k_ - cycle - 1;  // cycles still to build after this one
     if (position == n_) {
       if (at(u, 0) < 1 || out_[static_cast<size_t>(u)] - 1 < later || in_[0] - 1 < later) {
-        return false;
+        return SearchStatus::kNone;
       }
       take(u, 0, 1);
-      if (cycle + 1 == k_) return true;
+      if (cycle + 1 == k_) return SearchStatus::kFound;
       std::fill(visited_.begin(), visited_.end(), 0);
       visited_[0] = 1;
-      if (extend(cycle + 1, 1, 0, true)) return true;
+      if (SearchStatus next = extend(cycle + 1, 1, 0, true); next != SearchStatus::kNone) {
+        return next;
+      }
       std::fill(visited_.begin(), visited_.end(), 1);  // this cycle had visited every rank
       take(u, 0, -1);
-      return false;
+      return SearchStatus::kNone;
     }
     std::vector<std::pair<int, int>> choices;  // (onward choices, rank)
     const int floor =
@@ -123,11 +127,16 @@ class RingSearch {
       cycles_[static_cast<size_t>(cycle)][static_cast<size_t>(position)] = v;
       const bool stillTied =
           tied && v == cycles_[static_cast<size_t>(cycle - 1)][static_cast<size_t>(position)];
-      if (stillOpen(v) && extend(cycle, position + 1, v, stillTied)) return true;
+      if (stillOpen(v)) {
+        if (SearchStatus next = extend(cycle, position + 1, v, stillTied);
+            next != SearchStatus::kNone) {
+          return next;
+        }
+      }
       visited_[static_cast<size_t>(v)] = 0;
       take(u, v, -1);
     }
-    return false;
+    return SearchStatus::kNone;
   }
 
   int n_;
@@ -157,15 +166,12 @@ std::optional<int> ringCount(const Network<int64_t>& network, int64_t nodeBudget
   }
   const int64_t bound = RingSearch(n, units, nodeBudget).degreeBound();
   int64_t budget = nodeBudget;  // shared by every k
-  try {
-    for (int k = 1; k <= bound; ++k) {
-      RingSearch search(n, units, budget);
-      const bool found = search.find(k);
-      budget -= search.nodes();
-      if (!found) return k - 1;
-    }
-  } catch (const BudgetExceeded&) {
-    return std::nullopt;
+  for (int k = 1; k <= bound; ++k) {
+    RingSearch search(n, units, budget);
+    const SearchStatus status = search.find(k);
+    if (status == SearchStatus::kOverBudget) return std::nullopt;
+    budget -= search.nodes();
+    if (status == SearchStatus::kNone) return k - 1;
   }
   return static_cast<int>(bound);
 }

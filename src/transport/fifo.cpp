@@ -1,5 +1,7 @@
 #include "transport/fifo.hpp"
 
+#include "common/enforce.hpp"
+
 namespace grove::transport {
 namespace {
 constexpr size_t kHeadersOffset = sizeof(FifoControl);
@@ -19,6 +21,13 @@ Fifo::Fifo(void* memory, size_t slotBytes, uint32_t depth, Doorbell* senderBell,
       slotBytes_(slotBytes),
       depth_(depth),
       senderBell_(senderBell),
-      receiverBell_(receiverBell) {}
+      receiverBell_(receiverBell) {
+  // Slot indices are taken modulo depth and messages are cut to slotBytes: a FIFO without
+  // either would divide by zero or never carry a byte.
+  GROVE_ENFORCE(memory != nullptr);
+  GROVE_ENFORCE_GT(depth, 0u, "FIFO slots");
+  GROVE_ENFORCE_GT(slotBytes, size_t{0}, "bytes per FIFO slot");
+  GROVE_ENFORCE(senderBell != nullptr && receiverBell != nullptr);
+}
 
 }  // namespace grove::transport

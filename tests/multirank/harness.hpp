@@ -272,8 +272,7 @@ inline std::vector<std::string> algorithmsFor(plan::Collective collective,
   std::vector<std::string> names = {""};
   for (const auto& algorithm : algo::algorithms()) {
     if (algorithm.collective != collective) continue;
-    std::string why;
-    if (algorithm.applies != nullptr && !algorithm.applies(request, &why)) continue;
+    if (algorithm.applies != nullptr && !algorithm.applies(request).ok()) continue;
     names.emplace_back(algorithm.name);
   }
   return names;

@@ -79,9 +79,8 @@ class AlgorithmTest : public testing::TestWithParam<size_t> {
   // These tests build plans from the call shape alone. Topology-aware algorithms decline
   // every such request; they are proven on real topologies in packed_trees_test.
   void SetUp() override {
-    std::string why;
-    if (!algorithm().applies(request(4, 0, 0, 7), &why) &&
-        why.find("needs a topology") != std::string::npos) {
+    const Status applies = algorithm().applies(request(4, 0, 0, 7));
+    if (!applies.ok() && applies.message().find("needs a topology") != std::string::npos) {
       GTEST_SKIP() << algorithm().name << " needs a topology: see packed_trees_test";
     }
   }
@@ -114,20 +113,19 @@ TEST_P(AlgorithmTest, VerifiesForEveryApplicableShape) {
   for (int n : kRankCounts) {
     for (int root : rootsFor(a.collective, n)) {
       for (size_t count : kCounts) {
-        std::string why;
-        if (!a.applies(request(n, 0, root, count), &why)) continue;
+        if (!a.applies(request(n, 0, root, count)).ok()) continue;
         const std::vector<plan::Plan> plans = buildAll(n, root, count);
         for (bool inPlace : {false, true}) {
           plan::VerifyOptions options;
           options.inPlace = inPlace;
           options.fifoDepth = kFifoDepth;
-          const plan::VerifyResult result = plan::verify(plans, options);
-          EXPECT_TRUE(result.ok) << a.name << " " << plan::toString(a.collective) << " n=" << n
-                                 << " root=" << root << " count=" << count
-                                 << (inPlace ? " in-place" : " out-of-place") << ": "
-                                 << result.error << "\nrank 0 plan:\n"
-                                 << plan::toText(plans[0]);
-          if (!result.ok) return;  // One failing shape is enough to read.
+          const Status result = plan::verify(plans, options);
+          EXPECT_TRUE(result.ok())
+              << a.name << " " << plan::toString(a.collective) << " n=" << n << " root=" << root
+              << " count=" << count << (inPlace ? " in-place" : " out-of-place") << ": "
+              << result.message() << "\nrank 0 plan:\n"
+              << plan::toText(plans[0]);
+          if (!result.ok()) return;  // One failing shape is enough to read.
           ++verified;
         }
       }
@@ -140,7 +138,7 @@ TEST_P(AlgorithmTest, PlansFollowTheLayoutConventions) {
   const Algorithm& a = algorithm();
   for (int n : kRankCounts) {
     for (int root : rootsFor(a.collective, n)) {
-      if (!a.applies(request(n, 0, root, 7), nullptr)) continue;
+      if (!a.applies(request(n, 0, root, 7)).ok()) continue;
       const std::vector<plan::Plan> plans = buildAll(n, root, 7);
       const auto [inBlocks, outBlocks] = expectedBlocks(a.collective, n);
       for (int rank = 0; rank < n; ++rank) {
@@ -186,7 +184,7 @@ TEST_P(AlgorithmTest, OneRankReductionIsOneFinalizingCopy) {
   const Algorithm& a = algorithm();
   if (!isReduction(a.collective)) return;
   const int root = isRooted(a.collective) ? 0 : -1;
-  if (!a.applies(request(1, 0, root, 7), nullptr)) GTEST_SKIP() << "declines one rank";
+  if (!a.applies(request(1, 0, root, 7)).ok()) GTEST_SKIP() << "declines one rank";
   const plan::Plan p = a.build(request(1, 0, root, 7));
   int steps = 0;
   for (const plan::Channel& channel : p.channels) {
@@ -205,7 +203,7 @@ TEST_P(AlgorithmTest, PlanShapeDoesNotDependOnCount) {
   const Algorithm& a = algorithm();
   for (int n : {3, 8}) {
     const int root = isRooted(a.collective) ? n - 1 : -1;
-    if (!a.applies(request(n, 0, root, 0), nullptr)) continue;
+    if (!a.applies(request(n, 0, root, 0)).ok()) continue;
     for (int rank = 0; rank < n; ++rank) {
       EXPECT_EQ(plan::toText(a.build(request(n, rank, root, 0))),
                 plan::toText(a.build(request(n, rank, root, 1000))));
@@ -217,17 +215,18 @@ TEST_P(AlgorithmTest, DeclinesWithAReason) {
   const Algorithm& a = algorithm();
   for (int n : kRankCounts) {
     for (int root : rootsFor(a.collective, n)) {
-      std::string why;
-      if (!a.applies(request(n, 0, root, 7), &why)) {
-        EXPECT_FALSE(why.empty()) << a.name << " declined n=" << n << " without a reason";
+      if (const Status applies = a.applies(request(n, 0, root, 7)); !applies.ok()) {
+        EXPECT_EQ(applies.code(), ErrorCode::kInvalidArgument) << a.name;
+        EXPECT_FALSE(applies.message().empty())
+            << a.name << " declined n=" << n << " without a reason";
       }
     }
   }
   if (isRooted(a.collective)) {
     for (int badRoot : {-1, 4}) {
-      std::string why;
-      EXPECT_FALSE(a.applies(request(4, 0, badRoot, 7), &why)) << "root " << badRoot;
-      EXPECT_FALSE(why.empty());
+      const Status applies = a.applies(request(4, 0, badRoot, 7));
+      EXPECT_FALSE(applies.ok()) << "root " << badRoot;
+      EXPECT_FALSE(applies.message().empty());
     }
   }
 }
@@ -237,7 +236,7 @@ TEST_P(AlgorithmTest, CostIsFiniteAndGrowsWithBytes) {
   const CostParams params;
   for (int n : {1, 2, 5, 8, 64}) {
     const int root = isRooted(a.collective) ? 0 : -1;
-    if (!a.applies(request(n, 0, root, 0), nullptr)) continue;
+    if (!a.applies(request(n, 0, root, 0)).ok()) continue;
     const double small = a.costUs(request(n, 0, root, 0), params);
     const double large = a.costUs(request(n, 0, root, 1 << 20), params);
     EXPECT_TRUE(std::isfinite(small) && small >= 0) << a.name << " n=" << n << ": " << small;
@@ -260,15 +259,15 @@ TEST(Algorithms, RecursiveDoublingAllGatherDeclinesNonPowersOfTwo) {
     plan::PlanRequest r;
     r.collective = Collective::kAllGather;
     r.nranks = n;
-    std::string why;
-    EXPECT_FALSE(a.applies(r, &why)) << n;
-    EXPECT_EQ(why, "nranks " + std::to_string(n) + " is not a power of two");
+    const Status applies = a.applies(r);
+    EXPECT_FALSE(applies.ok()) << n;
+    EXPECT_EQ(applies.message(), "nranks " + std::to_string(n) + " is not a power of two");
   }
   for (int n : {1, 2, 4, 8, 64}) {
     plan::PlanRequest r;
     r.collective = Collective::kAllGather;
     r.nranks = n;
-    EXPECT_TRUE(a.applies(r, nullptr)) << n;
+    EXPECT_TRUE(a.applies(r).ok()) << n;
   }
 }
 

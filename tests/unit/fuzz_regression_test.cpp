@@ -201,9 +201,9 @@ TEST(FuzzRegressionStore, ValueLengthsEachOpcodeRequires) {
 // ---------------------------------------------------------------- plan text
 
 std::string planError(std::string_view text) {
-  std::string error;
-  EXPECT_FALSE(grove::plan::fromText(text, &error).has_value()) << text;
-  return error;
+  grove::Expected<grove::plan::Plan> plan = grove::plan::fromText(text);
+  EXPECT_FALSE(plan.ok()) << text;
+  return plan.message();
 }
 
 TEST(FuzzRegressionPlan, EmptyAndBinaryInputsFailWithALine) {
@@ -242,11 +242,10 @@ TEST(FuzzRegressionPlan, AcceptedTextPrintsBackToTheSamePlan) {
       "plan allreduce algo=x rank=1 nranks=3 chunksPerBlock=2 blocks in=1 out=1 scratch=1\n"
       "channel 0\n"
       "  0: rrcs from 2 to 0 in[1] -> out[1] lane=65535 finalize after=0.0\n";
-  std::string error;
-  auto plan = grove::plan::fromText(text, &error);
-  ASSERT_TRUE(plan.has_value()) << error;
-  auto again = grove::plan::fromText(grove::plan::toText(*plan), &error);
-  ASSERT_TRUE(again.has_value()) << error;
+  auto plan = grove::plan::fromText(text);
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  auto again = grove::plan::fromText(grove::plan::toText(*plan));
+  ASSERT_TRUE(again.ok()) << again.message();
   EXPECT_EQ(grove::plan::toText(*again), grove::plan::toText(*plan));
 }
 

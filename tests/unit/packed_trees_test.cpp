@@ -40,10 +40,10 @@ std::string verifyAll(const std::vector<plan::Plan>& plans) {
       plan::VerifyOptions options;
       options.inPlace = inPlace;
       options.fifoDepth = depth;
-      const plan::VerifyResult result = plan::verify(plans, options);
-      if (!result.ok) {
+      const Status result = plan::verify(plans, options);
+      if (!result.ok()) {
         return (inPlace ? "in place, depth " : "out of place, depth ") + std::to_string(depth) +
-               ": " + result.error;
+               ": " + result.message();
       }
     }
   }
@@ -65,9 +65,9 @@ void expectProven(std::string_view name, Collective collective, const topo::Topo
   const Algorithm* algorithm = findAlgorithm(collective, name);
   ASSERT_NE(algorithm, nullptr) << name;
   const plan::PlanRequest request = requestFor(collective, &topology, topology.rankCount(), root);
-  std::string why;
-  ASSERT_TRUE(algorithm->applies(request, &why))
-      << name << " " << plan::toString(collective) << " on " << topology.name << ": " << why;
+  const Status applies = algorithm->applies(request);
+  ASSERT_TRUE(applies.ok()) << name << " " << plan::toString(collective) << " on " << topology.name
+                            << ": " << applies.message();
   EXPECT_GT(algorithm->costUs(request, CostParams{}), 0.0);
   const std::string error = verifyAll(buildAll(*algorithm, request));
   EXPECT_EQ(error, "") << name << " " << plan::toString(collective) << " root " << root << " on "
@@ -256,25 +256,26 @@ TEST(PackedApplies, NeedsATopologyWithTheRightRankCount) {
       continue;
     }
     plan::PlanRequest request = requestFor(algorithm.collective, nullptr, 3, 0);
-    std::string why;
-    EXPECT_FALSE(algorithm.applies(request, &why)) << name;
-    EXPECT_EQ(why, "needs a topology (GROVE_TOPO_FILE)") << name;
+    EXPECT_EQ(algorithm.applies(request).message(), "needs a topology (GROVE_TOPO_FILE)") << name;
     request.topology = &t;
     request.nranks = 4;
-    why.clear();
-    EXPECT_FALSE(algorithm.applies(request, &why)) << name;
-    EXPECT_EQ(why, "the topology \"dgx1v:0,1,4\" has 3 ranks, the communicator has 4") << name;
+    EXPECT_EQ(algorithm.applies(request).message(),
+              "the topology \"dgx1v:0,1,4\" has 3 ranks, the communicator has 4")
+        << name;
   }
   const topo::Topology dgx = topo::fromSpec("dgx1v");
-  std::string why;
-  EXPECT_FALSE(findAlgorithm(Collective::kAllReduce, "onehop")
-                   ->applies(requestFor(Collective::kAllReduce, &dgx, 8), &why));
-  EXPECT_NE(why.find("neither a full mesh nor a star"), std::string::npos) << why;
+  const Status onehop = findAlgorithm(Collective::kAllReduce, "onehop")
+                            ->applies(requestFor(Collective::kAllReduce, &dgx, 8));
+  EXPECT_FALSE(onehop.ok());
+  EXPECT_NE(onehop.message().find("neither a full mesh nor a star"), std::string::npos)
+      << onehop.message();
   EXPECT_FALSE(findAlgorithm(Collective::kAllReduce, "hierarchical")
-                   ->applies(requestFor(Collective::kAllReduce, &dgx, 8), &why));
-  EXPECT_FALSE(findAlgorithm(Collective::kBroadcast, "trees")
-                   ->applies(requestFor(Collective::kBroadcast, &dgx, 8, 8), &why));
-  EXPECT_EQ(why, "root 8 is not a rank in [0, 8)");
+                   ->applies(requestFor(Collective::kAllReduce, &dgx, 8))
+                   .ok());
+  const Status trees = findAlgorithm(Collective::kBroadcast, "trees")
+                           ->applies(requestFor(Collective::kBroadcast, &dgx, 8, 8));
+  EXPECT_FALSE(trees.ok());
+  EXPECT_EQ(trees.message(), "root 8 is not a rank in [0, 8)");
 }
 
 // ---- Every connected DGX-1V subset --------------------------------------------------------------
@@ -363,13 +364,13 @@ TEST(PackedDirect, HierarchicalPlansTwoHundredFiftySixRanks) {
   const topo::Topology t = topo::fromSpec("cluster:32x8");
   const Algorithm* algorithm = findAlgorithm(Collective::kAllReduce, "hierarchical");
   plan::PlanRequest request = requestFor(Collective::kAllReduce, &t, 256);
-  ASSERT_TRUE(algorithm->applies(request, nullptr));
+  ASSERT_TRUE(algorithm->applies(request).ok());
   EXPECT_GT(algorithm->costUs(request, CostParams{}), 0.0);
   const std::vector<plan::Plan> plans = buildAll(*algorithm, request);
   plan::VerifyOptions options;
   options.fifoDepth = 2;
-  const plan::VerifyResult result = plan::verify(plans, options);
-  EXPECT_TRUE(result.ok) << result.error;
+  const Status result = plan::verify(plans, options);
+  EXPECT_TRUE(result.ok()) << result.message();
 }
 
 }  // namespace

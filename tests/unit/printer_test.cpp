@@ -166,18 +166,16 @@ TEST(Printer, NamesEveryKind) {
 
 TEST(Reader, RoundTripsPrintedPlans) {
   for (const Plan& p : {ringRank1(), twoChannels()}) {
-    std::string error;
-    std::optional<Plan> back = fromText(toText(p), &error);
-    ASSERT_TRUE(back.has_value()) << error;
+    Expected<Plan> back = fromText(toText(p));
+    ASSERT_TRUE(back.ok()) << back.message();
     EXPECT_TRUE(samePlan(*back, p)) << toText(*back);
   }
   std::mt19937 random(11);
   for (int trial = 0; trial < 500; ++trial) {
     Plan p = randomPlan(random);
     std::string text = toText(p);
-    std::string error;
-    std::optional<Plan> back = fromText(text, &error);
-    ASSERT_TRUE(back.has_value()) << error << "\n" << text;
+    Expected<Plan> back = fromText(text);
+    ASSERT_TRUE(back.ok()) << back.message() << "\n" << text;
     EXPECT_TRUE(samePlan(*back, p)) << text << "---\n" << toText(*back);
   }
 }
@@ -186,9 +184,8 @@ TEST(Reader, ToleratesBlankLinesTabsAndCarriageReturns) {
   std::string text =
       "\nplan allreduce\talgo=ring rank=1 nranks=3 chunksPerBlock=3 blocks in=1 out=1 "
       "scratch=0\r\n\r\nchannel 0\r\n  0:\tsend to 2  in[1]\r\n";
-  std::string error;
-  std::optional<Plan> p = fromText(text, &error);
-  ASSERT_TRUE(p.has_value()) << error;
+  Expected<Plan> p = fromText(text);
+  ASSERT_TRUE(p.ok()) << p.message();
   ASSERT_EQ(p->channels.size(), 1u);
   EXPECT_TRUE(sameStep(p->channels[0].steps.at(0), ringRank1().channels[0].steps[0]));
 }
@@ -196,13 +193,12 @@ TEST(Reader, ToleratesBlankLinesTabsAndCarriageReturns) {
 TEST(Reader, EveryTruncationFailsCleanlyOrParses) {
   const std::string text = toText(ringRank1()) + toText(twoChannels()).substr(100);
   for (size_t length = 0; length <= text.size(); ++length) {
-    std::string error;
-    std::optional<Plan> p = fromText(std::string_view(text).substr(0, length), &error);
-    if (!p.has_value()) {
-      EXPECT_THAT(error, HasSubstr("line ")) << "length " << length;
+    Expected<Plan> p = fromText(std::string_view(text).substr(0, length));
+    if (!p.ok()) {
+      EXPECT_THAT(p.message(), HasSubstr("line ")) << "length " << length;
     } else {
       // A prefix that parses must print back to a prefix-compatible plan.
-      EXPECT_TRUE(samePlan(*fromText(toText(*p), nullptr), *p));
+      EXPECT_TRUE(samePlan(*fromText(toText(*p)), *p));
     }
   }
   // Cutting right after a line drops the lines that follow and nothing else.
@@ -210,8 +206,8 @@ TEST(Reader, EveryTruncationFailsCleanlyOrParses) {
   size_t steps = 0;
   for (size_t length = 1; length <= ring.size(); ++length) {
     if (ring[length - 1] != '\n') continue;
-    std::optional<Plan> p = fromText(std::string_view(ring).substr(0, length), nullptr);
-    ASSERT_TRUE(p.has_value()) << length;
+    Expected<Plan> p = fromText(std::string_view(ring).substr(0, length));
+    ASSERT_TRUE(p.ok()) << length;
     EXPECT_EQ(p->channels.empty() ? 0 : p->channels[0].steps.size(), steps);
     if (!p->channels.empty()) ++steps;
   }
@@ -272,11 +268,12 @@ TEST(Reader, RejectsMalformedText) {
       {header + "channel 0 1\n", "line 2: unexpected '1'"},
   };
   for (const Case& c : cases) {
-    std::string error;
-    EXPECT_FALSE(fromText(c.text, &error).has_value()) << c.text;
-    EXPECT_THAT(error, HasSubstr(c.error)) << c.text;
+    Expected<Plan> p = fromText(c.text);
+    EXPECT_FALSE(p.ok()) << c.text;
+    EXPECT_THAT(p.message(), HasSubstr(c.error)) << c.text;
   }
-  EXPECT_FALSE(fromText("garbage", nullptr).has_value());
+  EXPECT_FALSE(fromText("garbage").ok());
+  EXPECT_EQ(fromText("garbage").status().code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(Reader, RandomBytesNeverCrash) {
@@ -299,14 +296,13 @@ TEST(Reader, RandomBytesNeverCrash) {
       }
       if (text.empty()) text = "x";
     }
-    std::string error;
-    std::optional<Plan> p = fromText(text, &error);
-    if (p.has_value()) {
-      std::optional<Plan> again = fromText(toText(*p), &error);
-      ASSERT_TRUE(again.has_value()) << error << "\n" << toText(*p);
+    Expected<Plan> p = fromText(text);
+    if (p.ok()) {
+      Expected<Plan> again = fromText(toText(*p));
+      ASSERT_TRUE(again.ok()) << again.message() << "\n" << toText(*p);
       EXPECT_TRUE(samePlan(*again, *p));
     } else {
-      EXPECT_FALSE(error.empty());
+      EXPECT_FALSE(p.message().empty());
     }
   }
 }

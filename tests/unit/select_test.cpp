@@ -37,7 +37,7 @@ std::string cheapestName(const plan::PlanRequest& request, std::string_view exce
   double bestCost = std::numeric_limits<double>::infinity();
   for (const Algorithm& a : algorithms()) {
     if (a.collective != request.collective || a.name == except) continue;
-    if (!a.applies(request, nullptr)) continue;
+    if (!a.applies(request).ok()) continue;
     const double cost = a.costUs(request, CostParams{});
     if (cost < bestCost) {
       best = &a;

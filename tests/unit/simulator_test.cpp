@@ -354,7 +354,7 @@ TEST(SelectTopology, SelectRanksByPrediction) {
       std::string best;
       double bestUs = std::numeric_limits<double>::infinity();
       for (const algo::Algorithm& a : algo::algorithms()) {
-        if (a.collective != collective || !a.applies(request, nullptr)) continue;
+        if (a.collective != collective || !a.applies(request).ok()) continue;
         const double us = algo::topologyCostUs(a, request, algo::CostParams{});
         if (us < bestUs) {
           bestUs = us;

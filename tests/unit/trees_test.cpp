@@ -196,7 +196,7 @@ std::vector<plan::Plan> buildAll(const Algorithm& algorithm, int n, int root, si
   std::vector<plan::Plan> plans;
   for (int r = 0; r < n; ++r) {
     const plan::PlanRequest request = requestFor(algorithm.collective, n, r, root, count);
-    EXPECT_TRUE(algorithm.applies(request, nullptr));
+    EXPECT_TRUE(algorithm.applies(request).ok());
     plans.push_back(algorithm.build(request));
   }
   return plans;
@@ -253,9 +253,9 @@ TEST(TreePlans, VerifyForManyRankCountsAndRoots) {
             plan::VerifyOptions options;
             options.inPlace = inPlace;
             options.tiles = tiles;
-            const plan::VerifyResult result = plan::verify(plans, options);
-            EXPECT_TRUE(result.ok) << what << (inPlace ? " in-place" : " out-of-place")
-                                   << " tiles=" << tiles << ": " << result.error;
+            const Status result = plan::verify(plans, options);
+            EXPECT_TRUE(result.ok()) << what << (inPlace ? " in-place" : " out-of-place")
+                                     << " tiles=" << tiles << ": " << result.message();
           }
         }
       }
@@ -271,7 +271,7 @@ TEST(TreePlans, PlansDoNotDependOnCount) {
       const int root = algorithm.collective == Collective::kAllReduce ? -1 : n - 1;
       for (size_t count : {size_t{0}, size_t{1}, size_t{7}}) {
         const std::vector<plan::Plan> plans = buildAll(algorithm, n, root, count);
-        EXPECT_TRUE(plan::verify(plans).ok) << c.label << " n=" << n << " count=" << count;
+        EXPECT_TRUE(plan::verify(plans).ok()) << c.label << " n=" << n << " count=" << count;
         const std::vector<plan::Plan> reference = buildAll(algorithm, n, root, 1000);
         for (int r = 0; r < n; ++r) {
           EXPECT_EQ(plans[r].channels.size(), reference[r].channels.size());
@@ -372,10 +372,10 @@ TEST(TreePlans, DoubleTreeRootNeedsItsAfterAndFinalize) {
   // Without the wait on the up channel the root would send an output it has not computed.
   std::vector<plan::Plan> plans = buildAll(doubleBinaryTreeAllReduce(), 8, -1, 100);
   plans[0].channels[1].steps[0].after = {};
-  EXPECT_FALSE(plan::verify(plans).ok);
+  EXPECT_FALSE(plan::verify(plans).ok());
   plans = buildAll(doubleBinaryTreeAllReduce(), 8, -1, 100);
   plans[0].channels[0].steps.back().finalize = false;
-  EXPECT_FALSE(plan::verify(plans).ok);
+  EXPECT_FALSE(plan::verify(plans).ok());
 }
 
 TEST(TreePlans, Registered) {

@@ -73,8 +73,7 @@ std::vector<Plan> each(int n, const std::function<Plan(int)>& build) {
   return plans;
 }
 
-VerifyResult check(const std::vector<Plan>& plans, bool inPlace = false, int tiles = 2,
-                   int depth = 1) {
+Status check(const std::vector<Plan>& plans, bool inPlace = false, int tiles = 2, int depth = 1) {
   VerifyOptions options;
   options.inPlace = inPlace;
   options.tiles = tiles;
@@ -246,14 +245,15 @@ std::vector<Plan> exchangeAllReduce() {
 }
 
 void expectOk(const std::vector<Plan>& plans, bool inPlace, int tiles, int depth) {
-  VerifyResult result = check(plans, inPlace, tiles, depth);
-  EXPECT_TRUE(result.ok) << toString(plans[0].collective) << " n=" << plans.size()
-                         << " inPlace=" << inPlace << " tiles=" << tiles << ": " << result.error;
+  Status result = check(plans, inPlace, tiles, depth);
+  EXPECT_TRUE(result.ok()) << toString(plans[0].collective) << " n=" << plans.size()
+                           << " inPlace=" << inPlace << " tiles=" << tiles << ": "
+                           << result.message();
 }
 
-void expectError(const VerifyResult& result, const std::string& part) {
-  EXPECT_FALSE(result.ok);
-  EXPECT_THAT(result.error, HasSubstr(part));
+void expectError(const Status& result, const std::string& part) {
+  EXPECT_FALSE(result.ok());
+  EXPECT_THAT(result.message(), HasSubstr(part));
 }
 
 TEST(Verifier, RingAllReduceIsCorrectForManyShapes) {
@@ -295,7 +295,7 @@ TEST(Verifier, SixtyFourRankRingsVerify) {
 
 TEST(Verifier, FusedRingStepsDeadlockWithOneSlot) {
   // Every rank holds a full outgoing slot while its rrs waits for space downstream.
-  VerifyResult result = check(ringAllReduce(3), false, 1, 1);
+  Status result = check(ringAllReduce(3), false, 1, 1);
   expectError(result, "deadlock");
   expectError(result,
               "rank 0 channel 0 step 1 (rrs from 2 to 1 in[2], tile 0) waits for rank "
@@ -323,7 +323,7 @@ TEST(Verifier, WrongOutputIsNamed) {
 
 TEST(Verifier, DoubleCountingIsCaught) {
   std::vector<Plan> plans = exchangeAllReduce();
-  ASSERT_TRUE(check(plans).ok);
+  ASSERT_TRUE(check(plans).ok());
   plans[1].channels[0].steps.insert(plans[1].channels[0].steps.begin() + 1, reduce(in(0), out(0)));
   expectError(check(plans),
               "rank 1 channel 0 step 1 (reduce in[0] -> out[0], tile 0) double "
@@ -475,7 +475,7 @@ TEST(Verifier, InPlaceAliasingCatchesOverwrittenInput) {
     p.channels[0].steps = {send(1 - r, in(0)), recv(1 - r, out(0)), fin(reduce(in(0), out(0)))};
     return p;
   });
-  EXPECT_TRUE(check(plans, false).ok) << check(plans, false).error;
+  EXPECT_TRUE(check(plans, false).ok()) << check(plans, false).message();
   expectError(check(plans, true),
               "rank 1 channel 0 step 2 (reduce in[0] -> out[0] finalize, tile "
               "0) double counts contribution (0,0)");
@@ -486,7 +486,7 @@ TEST(Verifier, InPlaceAliasingCatchesOverwrittenInput) {
                            fin(reduce(in(at(r, 2)), out(0)))};
     return p;
   });
-  EXPECT_TRUE(check(plans, false).ok) << check(plans, false).error;
+  EXPECT_TRUE(check(plans, false).ok()) << check(plans, false).message();
   expectError(check(plans, true), "double counts contribution (0,1)");
 }
 
@@ -503,7 +503,7 @@ TEST(Verifier, CrossChannelDependencyIsHonored) {
       return p;
     });
   };
-  EXPECT_TRUE(check(build(true)).ok) << check(build(true)).error;
+  EXPECT_TRUE(check(build(true)).ok()) << check(build(true)).message();
   expectError(check(build(false)),
               "rank 0 channel 0 step 0 (send to 1 out[0], tile 0) reads "
               "undefined out[0]");
@@ -521,7 +521,7 @@ TEST(Verifier, UnorderedChannelsRaceEvenWhenTheReplayIsLucky) {
       return p;
     });
   };
-  EXPECT_TRUE(check(build(true)).ok) << check(build(true)).error;
+  EXPECT_TRUE(check(build(true)).ok()) << check(build(true)).message();
   expectError(check(build(false)),
               "rank 0 channel 1 step 0 (send to 1 out[0], tile 0) reads "
               "out[0] while channel 0 step 0 (copy in[0] -> out[0]) writes "
@@ -593,10 +593,10 @@ TEST(Verifier, RandomCorruptionsNeverCrash) {
           break;
       }
     }
-    VerifyResult result = check(plans, random() % 2 == 0, 2, 2);
-    if (!result.ok) {
+    Status result = check(plans, random() % 2 == 0, 2, 2);
+    if (!result.ok()) {
       ++failures;
-      EXPECT_FALSE(result.error.empty());
+      EXPECT_FALSE(result.message().empty());
     }
   }
   EXPECT_GT(failures, 1500);

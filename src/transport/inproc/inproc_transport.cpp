@@ -24,7 +24,7 @@ struct InprocWorld::FifoMemory {
     void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (memory == MAP_FAILED) {
-      throw Error(ErrorCode::kSystemError, "grove: cannot map " + std::to_string(bytes) +
+      throw Error(ErrorCode::kSystemError, "cannot map " + std::to_string(bytes) +
                                                " bytes for a connection: " + strerror(errno));
     }
     return memory;

@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/log.hpp"
+#include "common/log.hpp"
 #include "grove/error.hpp"
 
 namespace grove::transport {

@@ -4,7 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "bootstrap/rendezvous.hpp"
-#include "core/log.hpp"
+#include "common/log.hpp"
 #include "grove/error.hpp"
 
 namespace grove::transport {
@@ -83,7 +83,7 @@ Fifo& ProcessTransport::sendFifo(int peer, int lane) {
     case PeerKind::kTcp:
       return tcp_->sendFifo(peer, lane);
   }
-  throw Error(ErrorCode::kInternalError, "grove: unknown peer kind");
+  throw Error(ErrorCode::kInternalError, "unknown peer kind");
 }
 
 Fifo& ProcessTransport::recvFifo(int peer, int lane) {
@@ -95,7 +95,7 @@ Fifo& ProcessTransport::recvFifo(int peer, int lane) {
     case PeerKind::kTcp:
       return tcp_->recvFifo(peer, lane);
   }
-  throw Error(ErrorCode::kInternalError, "grove: unknown peer kind");
+  throw Error(ErrorCode::kInternalError, "unknown peer kind");
 }
 
 PeerMemory* ProcessTransport::peerMemory() { return peerMemory_.get(); }

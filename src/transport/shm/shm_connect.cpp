@@ -18,7 +18,7 @@ using shm::NodeHeader;
 void ShmDomain::Impl::throwTimeout(int peer, const std::string& name, const char* what) const {
   throw Error(
       ErrorCode::kTimeout,
-      fmt::format("grove: ShmDomain on rank {}: waited {} ms for shared-memory segment "
+      fmt::format("ShmDomain on rank {}: waited {} ms for shared-memory segment "
                   "{} of local rank {} {}; is rank {} running on this host with job id "
                   "'{}'?",
                   options.rank, options.timeout.count(), name, peer, what, peer, options.jobId));
@@ -41,7 +41,7 @@ NodeHeader& ShmDomain::Impl::peerNode(int peer) {
   }
   if (size != kPageBytes) {
     throw Error(ErrorCode::kInvalidUsage,
-                fmt::format("grove: ShmDomain on rank {}: segment {} of local rank {} has {} "
+                fmt::format("ShmDomain on rank {}: segment {} of local rank {} has {} "
                             "bytes; expected {} (a different grove version?)",
                             options.rank, name, peer, size, kPageBytes));
   }
@@ -53,7 +53,7 @@ NodeHeader& ShmDomain::Impl::peerNode(int peer) {
   }
   if (header->magic != kNodeMagic) {
     throw Error(ErrorCode::kInvalidUsage,
-                fmt::format("grove: ShmDomain on rank {}: segment {} of local rank {} is not a "
+                fmt::format("ShmDomain on rank {}: segment {} of local rank {} is not a "
                             "grove node segment",
                             options.rank, name, peer));
   }
@@ -107,7 +107,7 @@ std::unique_ptr<Connection> ShmDomain::Impl::connectPeer(int src, int dst, int l
     }
     if (size != total) {
       throw Error(ErrorCode::kInvalidUsage,
-                  fmt::format("grove: ShmDomain on rank {}: FIFO segment {} made by local rank "
+                  fmt::format("ShmDomain on rank {}: FIFO segment {} made by local rank "
                               "{} has {} bytes; expected {} for {} slots of {} bytes (the "
                               "ranks' FIFO geometries differ)",
                               options.rank, c.name, peer, size, total, g.depth, g.slotBytes));
@@ -134,7 +134,7 @@ std::unique_ptr<Connection> ShmDomain::Impl::connectPeer(int src, int dst, int l
     if (c.header->magic != kFifoMagic || c.header->slotBytes != g.slotBytes ||
         c.header->depth != g.depth) {
       throw Error(ErrorCode::kInvalidUsage,
-                  fmt::format("grove: ShmDomain on rank {}: FIFO segment {} made by local rank "
+                  fmt::format("ShmDomain on rank {}: FIFO segment {} made by local rank "
                               "{} has {} slots of {} bytes; expected {} slots of {} bytes",
                               options.rank, c.name, peer, c.header->depth, c.header->slotBytes,
                               g.depth, g.slotBytes));

@@ -23,7 +23,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/log.hpp"
+#include "common/log.hpp"
 #include "grove/error.hpp"
 #include "transport/shm/shm_domain_impl.hpp"
 #include "transport/shm/shm_heartbeat.hpp"
@@ -58,16 +58,15 @@ ShmDomain::Impl::Impl(ShmOptions opts) : options(std::move(opts)) {
   const int n = options.size;
   const int rank = options.rank;
   if (n < 1 || rank < 0 || rank >= n) {
-    throw Error(
-        ErrorCode::kInvalidArgument,
-        fmt::format("grove: ShmDomain: rank {} of size {}; expected 0 <= rank < size", rank, n));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("ShmDomain: rank {} of size {}; expected 0 <= rank < size", rank, n));
   }
   isLocal.assign(n, false);
   int previous = -1;
   for (int r : options.localRanks) {
     if (r <= previous || r >= n) {
       throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("grove: ShmDomain on rank {}: localRanks [{}] must be ascending "
+                  fmt::format("ShmDomain on rank {}: localRanks [{}] must be ascending "
                               "ranks in [0, {})",
                               rank, fmt::join(options.localRanks, ", "), n));
     }
@@ -76,12 +75,12 @@ ShmDomain::Impl::Impl(ShmOptions opts) : options(std::move(opts)) {
   }
   if (!isLocal[rank]) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("grove: ShmDomain on rank {}: localRanks [{}] must contain the rank",
-                            rank, fmt::join(options.localRanks, ", ")));
+                fmt::format("ShmDomain on rank {}: localRanks [{}] must contain the rank", rank,
+                            fmt::join(options.localRanks, ", ")));
   }
   if (options.geometry.slotBytes == 0 || options.geometry.depth == 0) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("grove: ShmDomain on rank {}: FIFO geometry {} bytes x {} slots; "
+                fmt::format("ShmDomain on rank {}: FIFO geometry {} bytes x {} slots; "
                             "expected both > 0",
                             rank, options.geometry.slotBytes, options.geometry.depth));
   }
@@ -111,7 +110,7 @@ ShmDomain::Impl::Impl(ShmOptions opts) : options(std::move(opts)) {
   int fd = shm::createSegment(nodeName, kPageBytes);
   if (fd < 0) {
     throw Error(ErrorCode::kSystemError,
-                fmt::format("grove: ShmDomain on rank {}: shared-memory segment {} exists "
+                fmt::format("ShmDomain on rank {}: shared-memory segment {} exists "
                             "already: another communicator uses job id '{}', or a killed job "
                             "left it behind (removeJobSegments)",
                             rank, nodeName, options.jobId));
@@ -175,14 +174,14 @@ void ShmDomain::Impl::lingerForUnreadMessages() {
 void ShmDomain::Impl::checkPeer(int peer, int lane, const char* call) const {
   if (peer < 0 || peer >= options.size || !isLocal[peer]) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("grove: ShmDomain::{} on rank {}: peer {} is not a local rank; "
+                fmt::format("ShmDomain::{} on rank {}: peer {} is not a local rank; "
                             "expected one of [{}]",
                             call, options.rank, peer, fmt::join(options.localRanks, ", ")));
   }
   if (lane < 0) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("grove: ShmDomain::{} on rank {}: lane {}; expected >= 0", call,
-                            options.rank, lane));
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("ShmDomain::{} on rank {}: lane {}; expected >= 0", call, options.rank, lane));
   }
 }
 

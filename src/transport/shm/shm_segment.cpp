@@ -27,7 +27,7 @@ constexpr size_t kMaxJobIdLength = 128;
 
 [[noreturn]] void throwSystem(const std::string& what, const std::string& name, int error) {
   throw Error(ErrorCode::kSystemError,
-              "grove: shared memory: " + what + " " + name + ": " + std::strerror(error));
+              "shared memory: " + what + " " + name + ": " + std::strerror(error));
 }
 
 // Consumes a run of decimal digits at the front of `text`; false when there is none.
@@ -52,7 +52,7 @@ void checkJobId(std::string_view jobId) {
                                [](char c) { return c > ' ' && c < 127 && c != '/'; });
   if (jobId.empty() || jobId.size() > kMaxJobIdLength || !printable) {
     throw Error(ErrorCode::kInvalidArgument,
-                "grove: shared memory: job id '" + std::string(jobId) +
+                "shared memory: job id '" + std::string(jobId) +
                     "' is invalid; expected 1 to 128 printable characters without '/' or "
                     "spaces");
   }

@@ -17,8 +17,8 @@
 #include <cerrno>
 
 #include "bootstrap/handshake.hpp"
+#include "common/log.hpp"
 #include "common/socket.hpp"
-#include "core/log.hpp"
 #include "grove/error.hpp"
 
 namespace grove::transport::tcp {

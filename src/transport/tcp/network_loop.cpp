@@ -26,7 +26,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "core/log.hpp"
+#include "common/log.hpp"
 #include "transport/tcp/links_state.hpp"
 
 namespace grove::transport::tcp {

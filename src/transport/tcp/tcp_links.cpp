@@ -17,7 +17,7 @@
 #include <cerrno>
 #include <mutex>
 
-#include "core/log.hpp"
+#include "common/log.hpp"
 #include "grove/error.hpp"
 #include "transport/tcp/interfaces.hpp"
 #include "transport/tcp/links_state.hpp"

@@ -1,4 +1,4 @@
-#include "core/log.hpp"
+#include "common/log.hpp"
 
 #include <sys/syscall.h>
 #include <unistd.h>

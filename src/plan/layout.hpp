@@ -1,12 +1,15 @@
 // Where a plan's chunks live in memory for one call: the bridge from chunk indices (the
-// plan's language) to pointers and lengths (the executor's).
+// plan's language) to pointers and lengths (the executor's). It belongs to the plan: the
+// executor and the simulator (model/) both lay chunks out this way.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
-namespace grove::exec {
+#include "common/enforce.hpp"
+
+namespace grove::plan {
 
 /// Elements [offset, offset + length) of a buffer.
 struct Extent {
@@ -25,6 +28,7 @@ struct BufferView {
 
   Extent chunk(uint32_t index) const {
     if (explicitExtents != nullptr) return explicitExtents[index];
+    GROVE_ENFORCE_GT(chunksPerBlock, 0u, "a buffer view without chunks");
     size_t block = index / chunksPerBlock;
     size_t part = index % chunksPerBlock;
     size_t partElems = (blockElems + chunksPerBlock - 1) / chunksPerBlock;
@@ -34,4 +38,10 @@ struct BufferView {
   }
 };
 
+}  // namespace grove::plan
+
+// The executor's names for them (exec/executor.hpp and model/simulator.cpp spell them so).
+namespace grove::exec {
+using plan::BufferView;
+using plan::Extent;
 }  // namespace grove::exec
