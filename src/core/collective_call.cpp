@@ -53,7 +53,7 @@ std::shared_ptr<Operation> issuePointToPoint(CommState& state, const CollectiveC
   transfer.tag.count = call.count;
   transfer.tag.collective = static_cast<uint8_t>(Collective::kSendRecv);
   transfer.tag.type = static_cast<uint8_t>(call.type);
-  op->transfers.push_back(transfer);
+  op->batch.add(transfer);
   if (call.options != nullptr) op->timeout = call.options->timeout;
   return state.submit(op);
 }

@@ -11,26 +11,9 @@ namespace grove::detail {
 
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-// The first send or receive of a point-to-point batch that has not moved all its bytes.
-const Transfer* firstPending(const Operation& op) {
-  for (const Transfer& t : op.transfers) {
-    if (t.messages == 0 || t.moved < t.bytes) return &t;
-  }
-  return nullptr;
-}
-
-}  // namespace
 
 std::string CommState::waitDescription(const Operation& op) const {
   if (op.direct) return op.directExecution.waitDescription();
-  if (op.plan == nullptr) {
-    const Transfer* t = firstPending(op);
-    if (t == nullptr) return "nothing";
-    return fmt::format("{} rank {} ({} of {} bytes moved)",
-                       t->isSend ? "sending to" : "receiving from", t->peer, t->moved, t->bytes);
-  }
   exec::WaitPoint point = op.execution.waitPoint();
   return fmt::format("{} rank {} (channel {}, step {}, tile {})",
                      point.sending ? "sending to" : "receiving from", point.peer, point.channel,
@@ -39,10 +22,6 @@ std::string CommState::waitDescription(const Operation& op) const {
 
 int CommState::waitedPeer(const Operation& op) const {
   if (op.direct) return -1;
-  if (op.plan == nullptr) {
-    const Transfer* t = firstPending(op);
-    return t != nullptr ? t->peer : -1;
-  }
   return op.execution.waitPoint().peer;
 }
 

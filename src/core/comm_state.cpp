@@ -137,10 +137,10 @@ const exec::BoundPlan& CommState::boundPlan(const algo::Algorithm& algorithm,
 std::shared_ptr<Operation> CommState::submit(std::shared_ptr<Operation> op) {
   op->deadline = Clock::now() + (op->timeout.count() > 0 ? op->timeout : config_.timeout);
   if (groupDepth_ > 0) {
-    if (op->plan == nullptr) {
+    if (op->isPointToPoint()) {
       for (auto& held : grouped_) {
-        if (held->plan == nullptr) {  // merge into the group's point-to-point batch
-          for (Transfer& transfer : op->transfers) held->transfers.push_back(transfer);
+        if (held->isPointToPoint()) {  // merge into the group's point-to-point batch
+          held->batch.append(op->batch);
           return held;
         }
       }
@@ -188,12 +188,10 @@ void CommState::start(Operation& op) {
 }
 
 void CommState::startPlan(Operation& op) {
-  if (op.plan == nullptr) {
-    for (Transfer& transfer : op.transfers) {
-      transfer.fifo = transfer.isSend ? &transport_->sendFifo(transfer.peer, 0)
-                                      : &transport_->recvFifo(transfer.peer, 0);
-    }
-    return;
+  if (op.isPointToPoint()) {
+    op.buffers.checksum = config_.checksum;
+    op.buffers.faultDelay = config_.faultDelay;
+    op.plan = &op.batch.prepare(rank_, size_, config_.slotBytes, *transport_, &op.buffers);
   }
   if (op.scratchBytes + op.stageBytes > 0) {
     char* base = scratch(op.scratchBytes + op.stageBytes);
@@ -208,61 +206,6 @@ void CommState::startPlan(Operation& op) {
   op.buffers.trace = tracer_ != nullptr ? &tracer_->buffer() : nullptr;
   op.buffers.sequence = op.sequence;
   op.execution.start(*op.plan, op.buffers);
-}
-
-exec::Progress CommState::advanceTransfers(Operation& op) {
-  bool moved = false;
-  bool pending = false;
-  const size_t slot = config_.slotBytes;
-  for (size_t i = 0; i < op.transfers.size(); ++i) {
-    Transfer& t = op.transfers[i];
-    if (t.messages > 0 && t.moved == t.bytes) continue;
-    // Transfers with the same peer and direction go in issue order.
-    bool blockedByEarlier = false;
-    for (size_t j = 0; j < i && !blockedByEarlier; ++j) {
-      const Transfer& e = op.transfers[j];
-      blockedByEarlier =
-          e.isSend == t.isSend && e.peer == t.peer && !(e.messages > 0 && e.moved == e.bytes);
-    }
-    pending = true;
-    if (blockedByEarlier) continue;
-    while (t.messages == 0 || t.moved < t.bytes) {
-      size_t piece = std::min(slot, t.bytes - t.moved);
-      if (t.isSend) {
-        void* out = t.fifo->tryAcquire();
-        if (out == nullptr) break;
-        if (piece) memcpy(out, t.buffer + t.moved, piece);
-        if (config_.faultDelay.count() > 0) std::this_thread::sleep_for(config_.faultDelay);
-        t.fifo->commit(piece, exec::stamped(t.tag, config_.checksum, out, piece));
-      } else {
-        size_t got = 0;
-        const transport::MessageTag* tag = nullptr;
-        const void* in = t.fifo->tryPeek(&got, &tag);
-        if (in == nullptr) break;
-        if (std::string problem = exec::checkReceived(t.tag, *tag, in, got, t.peer, 0, &op.error);
-            !problem.empty()) {
-          op.message = std::move(problem);
-          return exec::Progress::kFailed;
-        }
-        if (got != piece) {
-          op.message = fmt::format(
-              "recv from rank {} of {} bytes got a message of {} bytes where {} were expected "
-              "(does the sender's count and type match?)",
-              t.peer, t.bytes, got, piece);
-          return exec::Progress::kFailed;
-        }
-        if (piece) memcpy(t.buffer + t.moved, in, piece);
-        t.fifo->release();
-      }
-      t.moved += piece;
-      ++t.messages;
-      moved = true;
-    }
-  }
-  bool done = true;
-  for (const Transfer& t : op.transfers) done = done && t.messages > 0 && t.moved == t.bytes;
-  if (done || !pending) return exec::Progress::kDone;
-  return moved ? exec::Progress::kMoved : exec::Progress::kBlocked;
 }
 
 exec::Progress CommState::advanceDirect(Operation& op) {
@@ -297,7 +240,6 @@ exec::Progress CommState::advanceDirect(Operation& op) {
 exec::Progress CommState::advance(Operation& op) {
   if (!op.started) start(op);
   if (op.direct) return advanceDirect(op);
-  if (op.plan == nullptr) return advanceTransfers(op);
   exec::Progress progress = op.execution.advance();
   if (progress == exec::Progress::kFailed) {
     op.message = op.execution.error();
@@ -333,7 +275,7 @@ bool CommState::poll() {
     }
     if (progress == exec::Progress::kDone) {
       op.state = Operation::State::kDone;
-      if (op.plan != nullptr && !op.signatureCheck) lastAlgorithm_ = op.algorithm;
+      if (!op.isPointToPoint() && !op.signatureCheck) lastAlgorithm_ = op.algorithm;
       if (tracer_ != nullptr) traceCall(op);
       queue_.pop_front();
       moved = true;
@@ -371,7 +313,7 @@ void CommState::traceCall(const Operation& op) {
   record.type = static_cast<uint8_t>(op.type);
   record.op = static_cast<uint8_t>(op.op);
   record.failed = op.state == Operation::State::kFailed;
-  record.algorithm = op.plan != nullptr ? op.algorithm : std::string_view("send/recv");
+  record.algorithm = !op.isPointToPoint() ? op.algorithm : std::string_view("send/recv");
   tracer_->buffer().addCall(record);
 }
 

@@ -111,7 +111,6 @@ class CommState {
   exec::Progress advance(Operation& op);
   /// A direct operation (exec/direct.hpp); starts its plan when the ranks decline.
   exec::Progress advanceDirect(Operation& op);
-  exec::Progress advanceTransfers(Operation& op);
   void fail(Operation& op, ErrorCode code, const std::string& message);
   /// GROVE_CHECK: the signatures `check` gathered differ (`message` says how): fails it and
   /// the call it checked on this rank without aborting — every rank sees the same

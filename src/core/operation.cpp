@@ -23,7 +23,7 @@ void Operation::reset() {
   stageBytes = 0;
   direct = false;
   directCall = {};
-  transfers.clear();
+  batch.clear();
   signatureCheck = false;
   checkedCall.reset();
   signatures.clear();
@@ -40,8 +40,8 @@ std::string Operation::describe() const {
     return fmt::format("signature check #{} (GROVE_CHECK=1) of {}", sequence,
                        checkedCall != nullptr ? checkedCall->describe() : "a call of count 0");
   }
-  if (plan == nullptr && collective == plan::Collective::kSendRecv) {
-    return fmt::format("send/recv #{} ({} transfers)", sequence, transfers.size());
+  if (isPointToPoint()) {
+    return fmt::format("send/recv #{} ({} transfers)", sequence, batch.size());
   }
   std::string text = fmt::format("{} #{} (count {} {}", plan::toString(collective), sequence, count,
                                  toString(type));

@@ -1,5 +1,5 @@
-// One call in flight on one rank: a collective running a bound plan, or a batch of
-// point-to-point transfers. The communicator queues operations and advances the oldest.
+// One call in flight on one rank: a collective or a batch of point-to-point transfers, each
+// running a bound plan. The communicator queues operations and advances the oldest.
 #pragma once
 
 #include <chrono>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exec/direct.hpp"
+#include "core/point_to_point.hpp"
 #include "exec/executor.hpp"
 #include "grove/error.hpp"
 #include "grove/types.hpp"
@@ -17,20 +18,6 @@
 namespace grove::detail {
 
 class CommState;
-
-/// A send or receive of `bytes` bytes with one peer, moved in slot-sized messages.
-struct Transfer {
-  bool isSend = false;
-  int peer = -1;
-  char* buffer = nullptr;
-  size_t bytes = 0;
-  size_t moved = 0;
-  size_t messages = 0;  ///< Messages exchanged so far (an empty transfer still sends one).
-  transport::Fifo* fifo = nullptr;
-  /// What every message of the transfer carries: send/recv, its count and type (the
-  /// receiver compares the sender's with its own).
-  transport::MessageTag tag;
-};
 
 class Operation {
  public:
@@ -61,8 +48,9 @@ class Operation {
   exec::DirectCall directCall;
   exec::DirectExecution directExecution;
 
-  // A point-to-point batch.
-  std::vector<Transfer> transfers;
+  // A point-to-point batch: its transfers, run as a plan built when it starts (`plan`
+  // then points into it).
+  PointToPointBatch batch;
 
   // GROVE_CHECK=1: this operation is the signature exchange that precedes `checkedCall`
   // (nullptr for a call with nothing to move); `signatures` holds this rank's signature
@@ -84,6 +72,7 @@ class Operation {
   void reset();
   /// "allreduce #3 (count 1000 float sum, algorithm ring)".
   std::string describe() const;
+  bool isPointToPoint() const { return collective == plan::Collective::kSendRecv; }
   bool finished() const { return state == State::kDone || state == State::kFailed; }
 };
 

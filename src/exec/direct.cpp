@@ -128,9 +128,8 @@ bool DirectExecution::receive(int q) {
     waitingFor_ = q;
     return false;
   }
-  if (std::string problem = checkReceived(call_.tag, *tag, data, bytes, q, 0, &errorCode_);
-      !problem.empty()) {
-    error_ = std::move(problem);
+  if (Status received = checkReceived(call_.tag, *tag, data, bytes, q, 0); !received.ok()) {
+    fail(received.code(), received.message());
     return false;
   }
   const uint8_t expected = peer.received == 0         ? kHello

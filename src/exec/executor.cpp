@@ -14,17 +14,22 @@ using plan::OpKind;
 
 BoundPlan BoundPlan::bind(plan::Plan plan, transport::Transport& transport) {
   BoundPlan bound;
-  bound.channels.resize(plan.channels.size());
+  bound.plan = std::move(plan);
+  bound.rebind(transport);
+  return bound;
+}
+
+void BoundPlan::rebind(transport::Transport& transport) {
+  channels.resize(plan.channels.size());
   for (size_t c = 0; c < plan.channels.size(); ++c) {
+    channels[c].clear();
     for (const plan::Step& step : plan.channels[c].steps) {
       BoundStep resolved{step};
       if (plan::receives(step.op)) resolved.recv = &transport.recvFifo(step.recvPeer, step.lane);
       if (plan::sends(step.op)) resolved.send = &transport.sendFifo(step.sendPeer, step.lane);
-      bound.channels[c].push_back(resolved);
+      channels[c].push_back(resolved);
     }
   }
-  bound.plan = std::move(plan);
-  return bound;
 }
 
 void Execution::start(const BoundPlan& plan, const CallBuffers& buffers) {
@@ -33,7 +38,7 @@ void Execution::start(const BoundPlan& plan, const CallBuffers& buffers) {
   elementBytes_ = dataTypeSize(buffers.type);
   error_.clear();
   errorCode_ = ErrorCode::kInvalidUsage;
-  tagged_ = buffers.tag.call != 0;
+  tagged_ = buffers.tag.call != 0 || buffers.chunkTags != nullptr;
   cursors_.assign(plan.channels.size(), Cursor{});
   remainingChannels_ = 0;
   const auto chunkLength = [this](const BoundStep& bound) { return messageLength(bound.step); };
@@ -85,6 +90,9 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
   }
   size_t bytes = elements * elementBytes_;
 
+  const transport::MessageTag& mine = buffers_.chunkTags != nullptr
+                                         ? buffers_.chunkTags[plan::messageChunk(step).chunk]
+                                         : buffers_.tag;
   const void* in = nullptr;
   if (plan::receives(step.op)) {
     size_t inBytes = 0;
@@ -92,9 +100,13 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
     in = bound.recv->tryPeek(&inBytes, &tag);
     if (in == nullptr) return StepResult::kBlocked;
     if (tagged_ || tag->flags != 0) {
-      error_ = checkReceived(buffers_.tag, *tag, in, inBytes, step.recvPeer, step.lane, &errorCode_,
-                             tagged_);
-      if (!error_.empty()) return StepResult::kFailed;
+      if (Status received =
+              checkReceived(mine, *tag, in, inBytes, step.recvPeer, step.lane, tagged_);
+          !received.ok()) {
+        error_ = received.message();
+        errorCode_ = received.code();
+        return StepResult::kFailed;
+      }
     }
     if (inBytes != bytes) {
       error_ = fmt::format(
@@ -156,7 +168,7 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
   if (in != nullptr) bound.recv->release();
   if (out != nullptr) {
     if (buffers_.faultDelay.count() > 0) std::this_thread::sleep_for(buffers_.faultDelay);
-    bound.send->commit(bytes, stamped(buffers_.tag, buffers_.checksum, out, bytes));
+    bound.send->commit(bytes, stamped(mine, buffers_.checksum, out, bytes));
   }
   return StepResult::kFired;
 }

@@ -37,6 +37,9 @@ struct BoundPlan {
 
   /// Resolves every step's peers through `transport` (connecting on first use).
   static BoundPlan bind(plan::Plan plan, transport::Transport& transport);
+  /// Resolves `plan` (changed in place) again, reusing this binding's storage: for plans
+  /// built per call (point-to-point batches).
+  void rebind(transport::Transport& transport);
 };
 
 /// The memory and arithmetic of one call.
@@ -55,6 +58,10 @@ struct CallBuffers {
   /// (see MessageTag). A tag whose `call` is 0 (untagged: tests of the executor alone) is
   /// not checked.
   transport::MessageTag tag;
+  /// Point-to-point plans: the tag of each message chunk (indexed by the chunk a step's
+  /// messages carry, plan::messageChunk), used instead of `tag` and always compared: each
+  /// transfer carries its own count and type.
+  const transport::MessageTag* chunkTags = nullptr;
   /// GROVE_CHECKSUM: sent messages carry a checksum of their payload and received ones are
   /// verified against theirs.
   bool checksum = false;

@@ -99,19 +99,18 @@ std::string describeMismatch(const MessageTag& mine, const MessageTag& theirs, i
       what, hint, peer, describeTag(theirs), describeTag(mine));
 }
 
-std::string checkReceived(const MessageTag& mine, const MessageTag& theirs, const void* data,
-                          size_t bytes, int peer, int lane, ErrorCode* code, bool compare) {
+Status checkReceived(const MessageTag& mine, const MessageTag& theirs, const void* data,
+                     size_t bytes, int peer, int lane, bool compare) {
   if (compare && !theirs.sameCall(mine)) {
-    *code = ErrorCode::kInvalidUsage;
-    return describeMismatch(mine, theirs, peer);
+    return Status::failure(ErrorCode::kInvalidUsage, describeMismatch(mine, theirs, peer));
   }
   if ((theirs.flags & MessageTag::kHasChecksum) != 0) {
     if (uint32_t sum = payloadChecksum(data, bytes); sum != theirs.checksum) {
-      *code = ErrorCode::kSystemError;
-      return fmt::format(
-          "corrupted message on the link from rank {} (lane {}): {} bytes whose checksum is "
-          "{:#010x}, rank {} sent {:#010x} (GROVE_CHECKSUM)",
-          peer, lane, bytes, sum, peer, theirs.checksum);
+      return Status::failure(
+          ErrorCode::kSystemError,
+          fmt::format("corrupted message on the link from rank {} (lane {}): {} bytes whose "
+                      "checksum is {:#010x}, rank {} sent {:#010x} (GROVE_CHECKSUM)",
+                      peer, lane, bytes, sum, peer, theirs.checksum));
     }
   }
   return {};

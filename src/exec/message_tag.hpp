@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/status.hpp"
 #include "grove/error.hpp"
 #include "transport/fifo.hpp"
 
@@ -43,12 +44,12 @@ std::string describeMismatch(const MessageTag& mine, const MessageTag& theirs, i
 /// The tag to send with a payload: `tag`, plus the payload's checksum when `checksum`.
 inline MessageTag stamped(MessageTag tag, bool checksum, const void* data, size_t bytes);
 
-/// Checks a message received from rank `peer` on `lane` against this rank's call `mine`:
-/// empty when it belongs to the call (only compared when `compare`) and its checksum, if it
-/// carries one, matches; else why, with `*code` set to kInvalidUsage (the calls differ) or
-/// kSystemError (the payload was corrupted on the way).
-std::string checkReceived(const MessageTag& mine, const MessageTag& theirs, const void* data,
-                          size_t bytes, int peer, int lane, ErrorCode* code, bool compare = true);
+/// Checks a message received from rank `peer` on `lane` against this rank's call `mine`: ok
+/// when it belongs to the call (only compared when `compare`) and its checksum, if it carries
+/// one, matches; else why, as kInvalidUsage (the calls differ) or kSystemError (the payload
+/// was corrupted on the way).
+Status checkReceived(const MessageTag& mine, const MessageTag& theirs, const void* data,
+                     size_t bytes, int peer, int lane, bool compare = true);
 
 /// Checksum of a payload (the low 32 bits of XXH3-64: hardware-speed, catches any single
 /// corrupted word and all but 2^-32 of other corruptions).

@@ -26,10 +26,13 @@
 namespace grove::plan {
 
 /// The chunk whose elements a step's messages carry, and so whose length sets how many
-/// messages it exchanges: the source for kSend and kRecvReduceSend (their message is made
-/// from src), the destination for every other kind.
+/// messages it exchanges (or, for kinds that exchange none, how many tiles it runs): the
+/// source for kSend and kRecvReduceSend (their message is made from src) and for signal and
+/// wait (the chunk they are about), the destination for every other kind.
 inline const ChunkRef& messageChunk(const Step& step) {
-  return step.op == OpKind::kSend || step.op == OpKind::kRecvReduceSend ? step.src : step.dst;
+  return step.op == OpKind::kSend || step.op == OpKind::kRecvReduceSend || signals(step.op)
+             ? step.src
+             : step.dst;
 }
 
 /// Messages a step moving a chunk of `length` elements exchanges with tiles of `tileElems`:

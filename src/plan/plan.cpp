@@ -56,6 +56,14 @@ const char* toString(OpKind op) {
       return "rrc";
     case OpKind::kRecvReduceCopySend:
       return "rrcs";
+    case OpKind::kGet:
+      return "get";
+    case OpKind::kReduceAll:
+      return "rall";
+    case OpKind::kSignal:
+      return "signal";
+    case OpKind::kWait:
+      return "wait";
   }
   return "?";
 }
@@ -68,6 +76,7 @@ bool receives(OpKind op) {
     case OpKind::kRecvCopySend:
     case OpKind::kRecvReduceCopy:
     case OpKind::kRecvReduceCopySend:
+    case OpKind::kWait:
       return true;
     default:
       return false;
@@ -76,6 +85,7 @@ bool receives(OpKind op) {
 
 bool sends(OpKind op) {
   switch (op) {
+    case OpKind::kSignal:
     case OpKind::kSend:
     case OpKind::kRecvReduceSend:
     case OpKind::kRecvCopySend:
@@ -88,6 +98,10 @@ bool sends(OpKind op) {
 
 bool readsSrc(OpKind op) {
   switch (op) {
+    case OpKind::kGet:
+    case OpKind::kReduceAll:
+    case OpKind::kSignal:
+    case OpKind::kWait:
     case OpKind::kSend:
     case OpKind::kCopy:
     case OpKind::kReduce:
@@ -102,6 +116,8 @@ bool readsSrc(OpKind op) {
 
 bool writesDst(OpKind op) {
   switch (op) {
+    case OpKind::kGet:
+    case OpKind::kReduceAll:
     case OpKind::kRecv:
     case OpKind::kRecvReduce:
     case OpKind::kCopy:
@@ -117,6 +133,7 @@ bool writesDst(OpKind op) {
 
 bool reduces(OpKind op) {
   switch (op) {
+    case OpKind::kReduceAll:
     case OpKind::kRecvReduce:
     case OpKind::kReduce:
     case OpKind::kRecvReduceSend:
@@ -127,5 +144,9 @@ bool reduces(OpKind op) {
       return false;
   }
 }
+
+bool readsPeer(OpKind op) { return op == OpKind::kGet; }
+
+bool readsEveryRank(OpKind op) { return op == OpKind::kReduceAll; }
 
 }  // namespace grove::plan

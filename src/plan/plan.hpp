@@ -66,6 +66,16 @@ struct ChunkRef {
 
 /// What a step does. "incoming" is the next message from `recvPeer`; "⊕" is the call's
 /// reduction operator.
+///
+/// One-sided kinds (the last four) read peers' buffers in place instead of receiving their
+/// data (transport/peer_memory.hpp; MSCCL++'s get is the model). A plan with any of them is
+/// *one-sided* (Plan::oneSided): before its first step every rank tells every other where its
+/// Input and Output are (the prologue), and after its last step every rank waits until every
+/// other has finished reading (the epilogue), so a buffer is read only while its owner is in
+/// the call. Inside the call, `signal` and `wait` order a peer's reads after the writes they
+/// need and before the writes that would clobber what they read: they exchange empty
+/// messages, one per tile of `src` (the chunk they are about: for signal the chunk this rank
+/// made ready, for wait the peer's chunk to be read next); nothing is read or written.
 enum class OpKind : uint8_t {
   kSend,                ///< message to sendPeer = src
   kRecv,                ///< dst = incoming
@@ -76,20 +86,35 @@ enum class OpKind : uint8_t {
   kRecvCopySend,        ///< dst = incoming; message to sendPeer = incoming
   kRecvReduceCopy,      ///< dst = src ⊕ incoming
   kRecvReduceCopySend,  ///< dst = src ⊕ incoming; message to sendPeer = dst
+  kGet,                 ///< dst = src of rank recvPeer, read in place
+  kReduceAll,           ///< dst = ⊕ over every rank q, in rank order, of src of rank q
+  kSignal,              ///< empty message to sendPeer: src is ready here
+  kWait,                ///< takes the empty message from recvPeer that says its src is ready
 };
 
-inline constexpr int kOpKindCount = 9;
+inline constexpr int kOpKindCount = 13;
 
 /// Short name as printed in plans: "send", "recv", "rr", "copy", "reduce", "rrs", "rcs",
-/// "rrc", "rrcs".
+/// "rrc", "rrcs", "get", "rall", "signal", "wait".
 const char* toString(OpKind op);
 
-/// Which operands a kind uses.
+/// Which operands a kind uses. receives/sends: it exchanges a message (signal and wait
+/// included, whose messages are empty); readsSrc: it names `src` (for signal and wait only
+/// to count their tiles); readsPeer: `src` is read from rank recvPeer's buffer (get);
+/// readsEveryRank: `src` is read from every rank's buffer, this rank's own included (rall).
 bool receives(OpKind op);
 bool sends(OpKind op);
 bool readsSrc(OpKind op);
 bool writesDst(OpKind op);
 bool reduces(OpKind op);
+bool readsPeer(OpKind op);
+bool readsEveryRank(OpKind op);
+/// Whether the kind reads peers' memory (get, rall): what makes a plan one-sided.
+inline bool oneSided(OpKind op) { return readsPeer(op) || readsEveryRank(op); }
+/// Whether the kind names a peer in recvPeer (it receives from it or reads from it).
+inline bool namesRecvPeer(OpKind op) { return receives(op) || readsPeer(op); }
+/// Whether its messages are empty (signal, wait): they order, they carry no data.
+inline bool signals(OpKind op) { return op == OpKind::kSignal || op == OpKind::kWait; }
 
 /// Reference to a step of a channel of the same rank's plan.
 struct StepRef {
@@ -131,6 +156,17 @@ struct Plan {
 
   std::vector<Channel> channels;
 
+  /// Whether some step reads peers' memory (see OpKind): the plan then runs between a
+  /// prologue that exchanges buffer descriptors and an epilogue that waits for every reader.
+  bool oneSided() const {
+    for (const Channel& channel : channels) {
+      for (const Step& step : channel.steps) {
+        if (plan::oneSided(step.op)) return true;
+      }
+    }
+    return false;
+  }
+
   uint32_t chunks(BufferKind buffer) const {
     switch (buffer) {
       case BufferKind::kInput:
@@ -157,6 +193,12 @@ struct PlanRequest {
   /// (packed trees) apply only when it is set; it stays the same for a communicator's life,
   /// so plans built from it may be cached per (algorithm, root) like any other.
   const topo::Topology* topology = nullptr;
+  /// Every rank can read its peers' buffers in place (all on one host, transport with peer
+  /// memory) and one-sided plans are allowed (GROVE_DIRECT): what one-sided generators need.
+  bool peerMemory = false;
+  /// The smallest call (larger of send and receive buffer, in bytes) that one-sided plans
+  /// take (GROVE_DIRECT_MIN_BYTES): below it the FIFOs' pipelined plans are as fast.
+  size_t oneSidedMinBytes = 0;
 };
 
 }  // namespace grove::plan

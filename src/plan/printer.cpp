@@ -29,7 +29,7 @@ void appendChunk(std::string& text, const ChunkRef& ref) {
 
 // The step after its op name: peers, operands and the optional clauses.
 void appendOperands(std::string& text, const Step& step) {
-  if (receives(step.op)) text += fmt::format(" from {}", step.recvPeer);
+  if (namesRecvPeer(step.op)) text += fmt::format(" from {}", step.recvPeer);
   if (sends(step.op)) text += fmt::format(" to {}", step.sendPeer);
   if (readsSrc(step.op)) {
     text += ' ';

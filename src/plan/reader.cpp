@@ -178,7 +178,7 @@ Step parseStep(Line& line, const Plan& plan, size_t expectedIndex) {
   std::string_view op = line.take("a step kind");
   if (!parseName(op, kOpKindCount, &step.op))
     line.fail("unknown step kind '" + std::string(op) + "'");
-  if (receives(step.op)) {
+  if (namesRecvPeer(step.op)) {
     line.expect("from");
     step.recvPeer =
         static_cast<int32_t>(line.number(line.take("peer"), "from peer", 0, plan.nranks - 1));

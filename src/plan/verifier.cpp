@@ -37,11 +37,18 @@ Status Replay::checkFifosEmpty() const {
 }
 
 Status Replay::checkOutputs() const {
+  std::vector<std::vector<Expectation>> pointToPoint;
+  if (plans_[0].collective == Collective::kSendRecv) {
+    if (Status paired = pointToPointExpectations(plans_, &pointToPoint); !paired.ok()) {
+      return paired;
+    }
+  }
   for (int r = 0; r < nranks_; ++r) {
     const Plan& p = plans_[r];
     const RankState& st = state_[r];
     for (uint32_t o = 0; o < p.chunks(BufferKind::kOutput); ++o) {
-      const Expectation expected = expectedOutput(p, o);
+      const Expectation expected = pointToPoint.empty() ? expectedOutput(p, o)
+                                                        : pointToPoint[static_cast<size_t>(r)][o];
       if (expected.kind == Expectation::Kind::kUnchecked) continue;
       for (uint32_t t = 0; t < tiles_; ++t) {
         const size_t at = size_t{st.cellOf[static_cast<int>(BufferKind::kOutput)][o]} * tiles_ + t;

@@ -6,6 +6,7 @@
 // about the malformed field rather than a confusing symptom later (a deadlock, a wrong sum).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -96,6 +97,8 @@ Status checkAgreement(const std::vector<Plan>& plans) {
     if (p.chunksPerBlock != first.chunksPerBlock) {
       return invalid(differ("chunksPerBlock", p.chunksPerBlock, first.chunksPerBlock));
     }
+    // A point-to-point batch is each rank's own: its pieces differ from rank to rank.
+    if (p.collective == Collective::kSendRecv) continue;
     if (p.inputBlocks != first.inputBlocks) {
       return invalid(differ("inputBlocks", p.inputBlocks, first.inputBlocks));
     }
@@ -122,7 +125,7 @@ Status checkShape(const Plan& p, const VerifyOptions& options) {
     return invalid(fmt::format("{} plans need inputBlocks = {} for {} ranks, found {}", name, in, n,
                                p.inputBlocks));
   }
-  if (p.outputBlocks != out) {
+  if (p.collective != Collective::kSendRecv && p.outputBlocks != out) {
     return invalid(fmt::format("{} plans need outputBlocks = {} for {} ranks, found {}", name, out,
                                n, p.outputBlocks));
   }
@@ -160,7 +163,8 @@ Status checkPeer(const Plan& p, int32_t peer, const char* role) {
   if (peer < 0 || peer >= p.nranks) {
     return invalid(fmt::format("{} {} is not a rank in [0, {})", role, peer, p.nranks));
   }
-  if (peer == p.rank) {
+  // A group may send to its own rank (the matching receive is in the same group).
+  if (peer == p.rank && p.collective != Collective::kSendRecv) {
     return invalid(fmt::format(
         "{} {} is the step's own rank; a rank does not message itself (use copy)", role, peer));
   }
@@ -173,6 +177,11 @@ Status checkStep(const Plan& p, size_t c, size_t s) {
     return invalid(fmt::format("op {} is not a step kind", static_cast<int>(step.op)));
   }
   Status error;
+  if (p.collective == Collective::kSendRecv && step.op != OpKind::kSend &&
+      step.op != OpKind::kRecv) {
+    return invalid(fmt::format("'{}' in a sendrecv plan, which only sends and receives",
+                               toString(step.op)));
+  }
   if (isDataMovement(p.collective) && reduces(step.op)) {
     return invalid(fmt::format("'{}' reduces, but {} only moves data", toString(step.op),
                                toString(p.collective)));
@@ -308,6 +317,46 @@ Expectation expectedOutput(const Plan& plan, uint32_t chunk) {
   return {};
 }
 
+Status pointToPointExpectations(const std::vector<Plan>& plans,
+                                std::vector<std::vector<Expectation>>* expectations) {
+  // Pieces are numbered in issue order (algo/point_to_point.hpp), and two ranks match their
+  // pieces in issue order: the m-th piece rank r receives from q must hold the m-th piece q
+  // sends to r. Collected per (sender, receiver) from the steps, then sorted by piece.
+  const auto n = static_cast<int>(plans.size());
+  std::map<std::pair<int, int>, std::vector<uint32_t>> sent;
+  std::map<std::pair<int, int>, std::vector<uint32_t>> received;
+  for (const Plan& p : plans) {
+    for (const Channel& channel : p.channels) {
+      for (const Step& step : channel.steps) {
+        if (step.op == OpKind::kSend) sent[{p.rank, step.sendPeer}].push_back(step.src.chunk);
+        if (step.op == OpKind::kRecv) received[{step.recvPeer, p.rank}].push_back(step.dst.chunk);
+      }
+    }
+  }
+  expectations->assign(static_cast<size_t>(n), {});
+  for (const Plan& p : plans) {
+    (*expectations)[static_cast<size_t>(p.rank)].resize(p.chunks(BufferKind::kOutput));
+  }
+  for (int from = 0; from < n; ++from) {
+    for (int to = 0; to < n; ++to) {
+      std::vector<uint32_t>& out = sent[{from, to}];
+      std::vector<uint32_t>& in = received[{from, to}];
+      if (out.size() != in.size()) {
+        return invalid(fmt::format("rank {} sends {} piece(s) to rank {}, which receives {} from it",
+                                   from, out.size(), to, in.size()));
+      }
+      std::sort(out.begin(), out.end());
+      std::sort(in.begin(), in.end());
+      for (size_t m = 0; m < in.size(); ++m) {
+        Expectation& expected = (*expectations)[static_cast<size_t>(to)][in[m]];
+        expected.kind = Expectation::Kind::kExact;
+        expected.items = {contribution(static_cast<uint32_t>(from), out[m])};
+      }
+    }
+  }
+  return {};
+}
+
 int64_t aliasedInput(const Plan& plan, uint32_t chunk) {
   const int64_t k = plan.chunksPerBlock;
   const int64_t r = plan.rank;
@@ -346,11 +395,6 @@ Status checkStructure(const std::vector<Plan>& plans, const VerifyOptions& optio
   if (static_cast<int>(collective) >= kCollectiveCount) {
     return invalid(
         fmt::format("rank 0: collective {} is not a collective", static_cast<int>(collective)));
-  }
-  if (collective == Collective::kSendRecv) {
-    return invalid(
-        "sendrecv plans are not verifiable: a point-to-point pair has no collective result "
-        "to prove");
   }
   if (Status error = checkAgreement(plans); !error.ok()) return error;
   if (Status error = checkShape(plans[0], options); !error.ok()) return error;

@@ -56,6 +56,12 @@ struct Expectation {
 /// The expected final content of output chunk `chunk` of `plan`'s rank.
 Expectation expectedOutput(const Plan& plan, uint32_t chunk);
 
+/// The expected final content of every output chunk of sendrecv plans (indexed by rank,
+/// then chunk), which depends on every rank's batch; fails when two ranks' batches do not
+/// pair up (one sends more pieces than the other receives).
+Status pointToPointExpectations(const std::vector<Plan>& plans,
+                                std::vector<std::vector<Expectation>>* expectations);
+
 /// In place, the input chunk that output chunk `chunk` of `plan`'s rank shares storage with,
 /// or -1 when it has its own.
 int64_t aliasedInput(const Plan& plan, uint32_t chunk);

@@ -277,22 +277,21 @@ TEST(MessageTag, ChecksumCatchesACorruptedPayloadAndNamesTheLink) {
   mine.type = static_cast<uint8_t>(DataType::kFloat32);
   transport::MessageTag sent = exec::stamped(mine, true, payload.data(), payload.size());
   EXPECT_EQ(sent.flags, transport::MessageTag::kHasChecksum);
-  ErrorCode code = ErrorCode::kSuccess;
-  EXPECT_EQ(exec::checkReceived(mine, sent, payload.data(), payload.size(), 2, 1, &code), "");
+  EXPECT_TRUE(exec::checkReceived(mine, sent, payload.data(), payload.size(), 2, 1).ok());
   payload[1234] ^= 0x04;
-  std::string problem =
-      exec::checkReceived(mine, sent, payload.data(), payload.size(), 2, 1, &code);
-  EXPECT_EQ(code, ErrorCode::kSystemError);
-  EXPECT_THAT(problem, AllOf(HasSubstr("corrupted message on the link from rank 2 (lane 1)"),
-                             HasSubstr("4096 bytes"), HasSubstr("GROVE_CHECKSUM")));
+  Status problem = exec::checkReceived(mine, sent, payload.data(), payload.size(), 2, 1);
+  EXPECT_EQ(problem.code(), ErrorCode::kSystemError);
+  EXPECT_THAT(problem.message(),
+              AllOf(HasSubstr("corrupted message on the link from rank 2 (lane 1)"),
+                    HasSubstr("4096 bytes"), HasSubstr("GROVE_CHECKSUM")));
   // Untagged messages and checksum-less tags pass; another call's tag is a usage error.
   transport::MessageTag other = mine;
   other.call = 5;
-  EXPECT_EQ(exec::checkReceived(mine, other, payload.data(), payload.size(), 2, 1, &code, false),
-            "");
-  problem = exec::checkReceived(mine, other, payload.data(), payload.size(), 2, 1, &code);
-  EXPECT_EQ(code, ErrorCode::kInvalidUsage);
-  EXPECT_THAT(problem, HasSubstr("(call number differs): rank 2 sent a message of its allreduce, "
+  EXPECT_TRUE(
+      exec::checkReceived(mine, other, payload.data(), payload.size(), 2, 1, false).ok());
+  problem = exec::checkReceived(mine, other, payload.data(), payload.size(), 2, 1);
+  EXPECT_EQ(problem.code(), ErrorCode::kInvalidUsage);
+  EXPECT_THAT(problem.message(), HasSubstr("(call number differs): rank 2 sent a message of its allreduce, "
                                  "collective #5 (count 1024 float sum, algorithm none)"));
 }
 

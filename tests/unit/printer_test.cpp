@@ -17,7 +17,7 @@ using ::testing::HasSubstr;
 Step makeStep(OpKind op, int from, int to, ChunkRef src, ChunkRef dst) {
   Step s;
   s.op = op;
-  if (receives(op)) s.recvPeer = from;
+  if (namesRecvPeer(op)) s.recvPeer = from;
   if (sends(op)) s.sendPeer = to;
   if (readsSrc(op)) s.src = src;
   if (writesDst(op)) s.dst = dst;
@@ -149,7 +149,8 @@ TEST(Printer, PrintsThePlanExactly) {
 }
 
 TEST(Printer, NamesEveryKind) {
-  const char* names[] = {"send", "recv", "rr", "copy", "reduce", "rrs", "rcs", "rrc", "rrcs"};
+  const char* names[] = {"send", "recv", "rr",  "copy", "reduce", "rrs",   "rcs",
+                         "rrc",  "rrcs", "get", "rall", "signal", "wait"};
   for (int i = 0; i < kOpKindCount; ++i) EXPECT_STREQ(toString(static_cast<OpKind>(i)), names[i]);
   EXPECT_EQ(toText(makeStep(OpKind::kRecvReduce, 3, -1, {}, scratch(2))),
             "rr from 3 -> scratch[2]");

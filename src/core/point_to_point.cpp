@@ -1,0 +1,49 @@
+#include "core/point_to_point.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace grove::detail {
+
+const exec::BoundPlan& PointToPointBatch::prepare(int rank, int nranks, size_t tileBytes,
+                                                  transport::Transport& transport,
+                                                  exec::CallBuffers* buffers) {
+  shapes_.clear();
+  for (const Transfer& t : transfers_) shapes_.push_back({t.isSend, t.peer, t.bytes});
+  algo::buildPointToPoint(rank, nranks, shapes_, tileBytes, &bound_.plan, &pieces_);
+  bound_.rebind(transport);
+
+  // The caller's buffers are separate allocations; the executor addresses chunks as offsets
+  // from one base, so pieces are laid out from the lowest buffer address of the batch (in
+  // integers: the pointers are never offset outside their own buffers).
+  uintptr_t base = UINTPTR_MAX;
+  for (const Transfer& t : transfers_) {
+    if (t.buffer != nullptr) base = std::min(base, reinterpret_cast<uintptr_t>(t.buffer));
+  }
+  if (base == UINTPTR_MAX) base = 0;
+  extents_.clear();
+  tags_.clear();
+  for (const algo::Piece& piece : pieces_) {
+    const Transfer& t = transfers_[piece.transfer];
+    const uintptr_t at = t.buffer != nullptr ? reinterpret_cast<uintptr_t>(t.buffer) - base : 0;
+    extents_.push_back({static_cast<size_t>(at) + piece.offset, piece.bytes});
+    tags_.push_back(t.tag);
+  }
+  exec::CallBuffers& b = *buffers;
+  b.type = DataType::kUint8;
+  b.op = ReduceOp::kSum;
+  b.nranks = nranks;
+  b.tileElems = tileBytes;
+  // Sends read Input chunks and receives write Output chunks; both number the same pieces.
+  for (exec::BufferView* view : {&b.input, &b.output}) {
+    view->base = reinterpret_cast<char*>(base);
+    view->blockElems = 0;
+    view->chunksPerBlock = 1;
+    view->explicitExtents = extents_.data();
+  }
+  b.scratch = {};
+  b.chunkTags = tags_.data();
+  return bound_;
+}
+
+}  // namespace grove::detail
