@@ -30,5 +30,10 @@ Algorithm disseminationBarrier();
 // linear.cpp: root talks to every rank directly, for gather and scatter.
 Algorithm linearGather();
 Algorithm linearScatter();
+// direct.cpp: one-sided plans that read the peers' buffers in place (one host).
+Algorithm directAllReduce();
+Algorithm directReduceScatter();
+Algorithm directAllGather();
+Algorithm directBroadcast();
 
 }  // namespace grove::algo

@@ -30,6 +30,11 @@ std::vector<Algorithm> makeList() {
       disseminationBarrier(),
       linearGather(),
       linearScatter(),
+      // ---- One-sided (direct.cpp): need request.peerMemory.
+      directAllReduce(),
+      directReduceScatter(),
+      directAllGather(),
+      directBroadcast(),
       // ---- Tree algorithms (chain.cpp, binomial_tree.cpp, double_binary_tree.cpp).
       chainBroadcast(),
       binomialTreeBroadcast(),
