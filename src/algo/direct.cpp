@@ -15,10 +15,12 @@
 // The executor's prologue and epilogue for one-sided plans (exec/one_sided.hpp) make inputs
 // readable from the first step and keep every buffer in place until its last reader is done.
 //
-// Cost: nothing is staged and nothing waits in FIFOs, so one pass over the bytes at memory
-// speed, reduced at `reduceGBps`, plus a few signal latencies. Below oneSidedMinBytes it does
-// not apply (GROVE_DIRECT_MIN_BYTES, measured in docs/tuning.md: the hellos of the prologue
-// and the epilogue cost more than the FIFOs' pipelined plans there).
+// Cost: where it applies it is taken. Its threshold, oneSidedMinBytes (GROVE_DIRECT_MIN_BYTES),
+// is the measured crossover (docs/tuning.md): above it direct beat every FIFO plan at every
+// size and rank count measured on one host, and the α–β model of FIFO hops does not describe
+// reading memory in place. So its estimate ranks it first (0 us) and says why in the selection
+// line; below the threshold it does not apply, and the hellos and "done" messages of the
+// prologue and epilogue would cost more than the FIFOs' pipelined plans.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -65,10 +67,14 @@ Status appliesDirect(const plan::PlanRequest& request) {
   return {};
 }
 
-double costDirect(const plan::PlanRequest& request, const CostParams& params) {
-  const double bytes = static_cast<double>(callBytes(request));
-  const double signals = request.collective == plan::Collective::kAllReduce ? 3 : 2;
-  return signals * params.alphaUs + bytes / (params.reduceGBps * 1e3);
+double costDirect(const plan::PlanRequest&, const CostParams&) { return 0; }
+
+/// A plan of the call shape that reads its peers' memory.
+plan::Plan makeOneSided(const plan::PlanRequest& request, uint32_t chunksPerBlock,
+                        uint32_t inputBlocks, uint32_t outputBlocks) {
+  plan::Plan p = makePlan(request, kName, chunksPerBlock, inputBlocks, outputBlocks);
+  p.oneSided = true;
+  return p;
 }
 
 plan::Step oneSided(plan::OpKind op, int peer, plan::ChunkRef src, plan::ChunkRef dst) {
@@ -87,7 +93,7 @@ plan::Step oneSided(plan::OpKind op, int peer, plan::ChunkRef src, plan::ChunkRe
 plan::Plan buildAllReduce(const plan::PlanRequest& request) {
   const int n = request.nranks;
   const int r = request.rank;
-  plan::Plan p = makePlan(request, kName, static_cast<uint32_t>(n), 1, 1);
+  plan::Plan p = makeOneSided(request, static_cast<uint32_t>(n), 1, 1);
   plan::Channel& ch = p.channels.emplace_back();
   const uint32_t mine = static_cast<uint32_t>(r);
   plan::Step reduce = oneSided(plan::OpKind::kReduceAll, -1, in(mine), out(mine));
@@ -107,7 +113,7 @@ plan::Plan buildAllReduce(const plan::PlanRequest& request) {
 
 plan::Plan buildReduceScatter(const plan::PlanRequest& request) {
   const int n = request.nranks;
-  plan::Plan p = makePlan(request, kName, 1, static_cast<uint32_t>(n), 1);
+  plan::Plan p = makeOneSided(request, 1, static_cast<uint32_t>(n), 1);
   plan::Step reduce =
       oneSided(plan::OpKind::kReduceAll, -1, in(static_cast<uint32_t>(request.rank)), out(0));
   reduce.finalize = true;
@@ -118,7 +124,7 @@ plan::Plan buildReduceScatter(const plan::PlanRequest& request) {
 plan::Plan buildAllGather(const plan::PlanRequest& request) {
   const int n = request.nranks;
   const int r = request.rank;
-  plan::Plan p = makePlan(request, kName, 1, 1, static_cast<uint32_t>(n));
+  plan::Plan p = makeOneSided(request, 1, 1, static_cast<uint32_t>(n));
   plan::Channel& ch = p.channels.emplace_back();
   ch.steps.push_back(copy(in(0), out(static_cast<uint32_t>(r))));
   for (int s = 1; s < n; ++s) {
@@ -129,7 +135,7 @@ plan::Plan buildAllGather(const plan::PlanRequest& request) {
 }
 
 plan::Plan buildBroadcast(const plan::PlanRequest& request) {
-  plan::Plan p = makePlan(request, kName, 1, 1, 1);
+  plan::Plan p = makeOneSided(request, 1, 1, 1);
   plan::Channel& ch = p.channels.emplace_back();
   if (request.rank == request.root) {
     ch.steps.push_back(copy(in(0), out(0)));

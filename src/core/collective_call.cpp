@@ -92,6 +92,20 @@ void allToAllvExtents(const CallSite& site, const CollectiveCall& call, Operatio
 
 }  // namespace
 
+void usePlan(Operation& op, const exec::BoundPlan& bound, std::string_view algorithm,
+             size_t tileElems) {
+  op.plan = &bound;
+  op.algorithm = algorithm;
+  const uint32_t k = bound.plan.chunksPerBlock;
+  op.buffers.input.chunksPerBlock = k;
+  op.buffers.output.chunksPerBlock = k;
+  op.buffers.scratch.chunksPerBlock = k;
+  op.buffers.tileElems = tileElems;
+  op.buffers.tag.algorithm = exec::algorithmTag(algorithm);
+  op.scratchBytes =
+      bound.plan.scratchBlocks * op.buffers.scratch.blockElems * dataTypeSize(op.buffers.type);
+}
+
 std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
   checkUsable(state, call.name);
   const CallSite site{call.name, state.rank(), state.size()};
@@ -198,7 +212,16 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
                             call.type,
                             call.op};
   request.topology = state.topology();
-  const algo::Algorithm& algorithm = state.chooseAlgorithm(request, call.options->algorithm);
+  const Config& config = state.config();
+  // One-sided plans read the peers' buffers in place: every rank on this host, a transport
+  // with peer memory, GROVE_DIRECT on. The same on every rank (settings, transport kind),
+  // so every rank selects alike; whether the buffers can really be read is settled by the
+  // plan's prologue, on every rank alike (exec/one_sided.hpp).
+  request.peerMemory = config.direct && state.transport().peerMemory() != nullptr &&
+                       state.transport().ranksOnThisHost() == n;
+  request.oneSidedMinBytes = config.directMinBytes;
+  const std::string_view forced = call.options->algorithm;
+  const algo::Algorithm& algorithm = state.chooseAlgorithm(request, forced);
   const exec::BoundPlan& bound = state.boundPlan(algorithm, request);
 
   op->collective = call.collective;
@@ -207,24 +230,36 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
   op->type = call.type;
   op->op = call.op;
   op->root = rooted ? call.root : -1;
-  op->algorithm = algorithm.name;
-  op->plan = &bound;
-  const uint32_t k = bound.plan.chunksPerBlock;
   exec::CallBuffers& buffers = op->buffers;
   buffers.type = call.type;
   buffers.op = call.op;
   buffers.nranks = n;
-  buffers.tileElems = std::max<size_t>(1, state.config().slotBytes / es);
   buffers.input = {
       sendElems > 0 ? const_cast<char*>(static_cast<const char*>(call.sendbuf)) : nullptr, count,
-      k};
-  buffers.output = {recvElems > 0 ? static_cast<char*>(call.recvbuf) : nullptr, count, k};
-  buffers.scratch = {nullptr, count, k};
-  tag.algorithm = exec::algorithmTag(algorithm.name);
+      1};
+  buffers.output = {recvElems > 0 ? static_cast<char*>(call.recvbuf) : nullptr, count, 1};
+  buffers.scratch = {nullptr, count, 1};
   buffers.tag = tag;
-  buffers.checksum = state.config().checksum;
-  buffers.faultDelay = state.config().faultDelay;
-  op->scratchBytes = bound.plan.scratchBlocks * count * es;
+  buffers.checksum = config.checksum;
+  buffers.faultDelay = config.faultDelay;
+  usePlan(*op, bound, algorithm.name,
+          std::max<size_t>(1, (bound.oneSided ? exec::kOneSidedTileBytes : config.slotBytes) / es));
+  if (bound.oneSided) {
+    // Declined by the hellos, the call runs what would have been chosen without one-sided
+    // plans (a forced one-sided algorithm included: the user cannot force memory readable).
+    plan::PlanRequest without = request;
+    without.peerMemory = false;
+    const algo::Algorithm& other = state.chooseAlgorithm(without, "");
+    const exec::BoundPlan& otherBound = state.boundPlan(other, without);
+    op->fallback = {&otherBound, other.name, std::max<size_t>(1, config.slotBytes / es)};
+    buffers.inputDescriptor = describeBuffer(buffers.input.base, sendElems * es);
+    buffers.outputDescriptor = describeBuffer(buffers.output.base, recvElems * es);
+    // Kernel copies of ordinary memory beat the FIFOs for the collectives that only copy
+    // (1.04-1.58x for allgather and broadcast from 1 MiB on 2 and 4 ranks, docs/tuning.md);
+    // the reducing ones gain only with mapped buffers.
+    buffers.allowCopies = config.directCopies || call.collective == Collective::kAllGather ||
+                          call.collective == Collective::kBroadcast;
+  }
   if (inPlace &&
       (call.collective == Collective::kAllToAll || call.collective == Collective::kAllToAllv)) {
     // The pairwise exchange overwrites blocks it has yet to send: stage the input.
@@ -232,33 +267,6 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
     op->stageBytes = sendElems * es;
   }
   if (call.options != nullptr) op->timeout = call.options->timeout;
-  const size_t callBytes = std::max(sendElems, recvElems) * es;
-  // A forced algorithm (CallOptions or GROVE_ALGO) means a plan: the user asked for one.
-  const bool algorithmForced = !call.options->algorithm.empty() || !state.config().algo.empty();
-  if (state.config().direct && !algorithmForced && n > 1 && exec::directSupports(call.collective) &&
-      callBytes >= state.config().directMinBytes && state.transport().peerMemory() != nullptr) {
-    // Same on every rank (count, collective, settings, transport kind): every rank starts
-    // with the direct path's hellos, which say whether it can run (exec/direct.hpp).
-    op->direct = true;
-    exec::DirectCall& direct = op->directCall;
-    direct.collective = call.collective;
-    direct.rank = rank;
-    direct.nranks = n;
-    direct.root = rooted ? call.root : -1;
-    direct.count = count;
-    direct.type = call.type;
-    direct.op = call.op;
-    direct.input = sendElems > 0 ? static_cast<const char*>(call.sendbuf) : nullptr;
-    direct.output = static_cast<char*>(call.recvbuf);
-    direct.inputDescriptor = describeBuffer(direct.input, sendElems * es);
-    direct.outputDescriptor = describeBuffer(direct.output, recvElems * es);
-    direct.tag = tag;
-    // Kernel copies of ordinary memory beat the FIFOs for the collectives that only copy
-    // (1.04-1.58x for allgather and broadcast from 1 MiB on 2 and 4 ranks, docs/tuning.md);
-    // the reducing ones gain only with mapped buffers.
-    direct.allowCopies = state.config().directCopies || call.collective == Collective::kAllGather ||
-                         call.collective == Collective::kBroadcast;
-  }
   if (checkSignatures) state.submit(makeSignatureCheck(state, tag, op));
   return state.submit(op);
 }

@@ -4,9 +4,14 @@
 
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "grove/communicator.hpp"
 #include "plan/plan.hpp"
+
+namespace grove::exec {
+struct BoundPlan;
+}
 
 namespace grove::detail {
 
@@ -33,5 +38,11 @@ struct CollectiveCall {
 /// and submits it. Returns the operation that completes the call (already done for calls
 /// with nothing to move).
 std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call);
+
+/// Points `op` at `bound` (the plan of `algorithm`): its chunk layout, tile, tag and scratch
+/// over the buffers already in op.buffers. For a call's plan and, when its one-sided plan is
+/// declined, its fallback.
+void usePlan(Operation& op, const exec::BoundPlan& bound, std::string_view algorithm,
+             size_t tileElems);
 
 }  // namespace grove::detail

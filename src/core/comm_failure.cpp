@@ -13,16 +13,20 @@ using Clock = std::chrono::steady_clock;
 
 
 std::string CommState::waitDescription(const Operation& op) const {
-  if (op.direct) return op.directExecution.waitDescription();
   exec::WaitPoint point = op.execution.waitPoint();
+  if (point.what != nullptr) {
+    return fmt::format("receiving from rank {} (waiting for {})", point.peer, point.what);
+  }
   return fmt::format("{} rank {} (channel {}, step {}, tile {})",
                      point.sending ? "sending to" : "receiving from", point.peer, point.channel,
                      point.step, point.tile);
 }
 
 int CommState::waitedPeer(const Operation& op) const {
-  if (op.direct) return -1;
-  return op.execution.waitPoint().peer;
+  // Outside a step (a one-sided prologue or epilogue) the peer is not known to be the one
+  // the call needs: it waits for all of them.
+  const exec::WaitPoint point = op.execution.waitPoint();
+  return point.what != nullptr ? -1 : point.peer;
 }
 
 bool CommState::failIfPeerLeft() {

@@ -12,6 +12,7 @@
 #include "algo/registry.hpp"
 #include "common/enforce.hpp"
 #include "common/log.hpp"
+#include "core/collective_call.hpp"
 #include "core/comm_topology.hpp"
 #include "core/signature_check.hpp"
 #include "exec/message_tag.hpp"
@@ -174,16 +175,21 @@ std::shared_ptr<Operation> CommState::groupEnd() {
 void CommState::start(Operation& op) {
   op.started = true;
   if (tracer_ != nullptr) op.traceStartNs = exec::traceNowNs();
-  if (op.direct && directCallsToSkip_ > 0) {
-    // A recent direct call declined: skip the hellos for a while (see advanceDirect).
-    --directCallsToSkip_;
-    op.direct = false;
-  }
-  if (op.direct) {
-    op.directCall.staging = scratch(exec::DirectExecution::stagingBytes());
-    op.directExecution.start(op.directCall, *transport_);
+  if (op.fallback.plan != nullptr && oneSidedCallsToSkip_ > 0) {
+    // A recent one-sided call was declined: skip the hellos for a while (see advance).
+    --oneSidedCallsToSkip_;
+    runFallback(op);
     return;
   }
+  if (op.plan != nullptr && op.plan->oneSided) {
+    op.buffers.staging = scratch(exec::OneSided::stagingBytes());
+  }
+  startPlan(op);
+}
+
+void CommState::runFallback(Operation& op) {
+  const Operation::Fallback fallback = std::exchange(op.fallback, {});
+  usePlan(op, *fallback.plan, fallback.algorithm, fallback.tileElems);
   startPlan(op);
 }
 
@@ -208,42 +214,29 @@ void CommState::startPlan(Operation& op) {
   op.execution.start(*op.plan, op.buffers);
 }
 
-exec::Progress CommState::advanceDirect(Operation& op) {
-  exec::Progress progress = op.directExecution.advance();
-  if (progress == exec::Progress::kFailed) {
-    op.message = op.directExecution.error();
-    op.error = op.directExecution.errorCode();
-    return progress;
-  }
-  if (progress != exec::Progress::kDone) return progress;
-  if (op.directExecution.declined()) {
-    // Every rank saw the same hellos and declines alike: run the plan.
-    if (!directDeclineLogged_) {
-      log::info(rank_, "direct: {} declined: {}; it runs its plan (logged once)", op.describe(),
-                op.directExecution.declineReason());
-      directDeclineLogged_ = true;
-    }
-    // The next calls would most likely decline too (the same buffers, the same peers), and
-    // each decline costs a round of hellos: skip the direct path for the next
-    // kDirectCallsSkippedAfterDecline calls that could take it, then ask again. Operations
-    // start in the same order on every rank and every rank declined this one, so every rank
-    // skips the same calls.
-    directCallsToSkip_ = kDirectCallsSkippedAfterDecline;
-    op.direct = false;
-    startPlan(op);
-    return advance(op);
-  }
-  op.algorithm = exec::kDirectAlgorithm;
-  return progress;
-}
-
 exec::Progress CommState::advance(Operation& op) {
   if (!op.started) start(op);
-  if (op.direct) return advanceDirect(op);
   exec::Progress progress = op.execution.advance();
   if (progress == exec::Progress::kFailed) {
     op.message = op.execution.error();
     op.error = op.execution.errorCode();
+    return progress;
+  }
+  if (progress == exec::Progress::kDone && op.execution.declined()) {
+    // Every rank saw the same hellos and declines alike: run the fallback plan.
+    if (!oneSidedDeclineLogged_) {
+      log::info(rank_, "{} declined: {}; it runs {} (logged once)", op.describe(),
+                op.execution.declineReason(), op.fallback.algorithm);
+      oneSidedDeclineLogged_ = true;
+    }
+    // The next calls would most likely decline too (the same buffers, the same peers), and
+    // each decline costs a round of hellos: run the fallback directly for the next
+    // kOneSidedCallsSkippedAfterDecline calls that have one, then ask again. Operations start
+    // in the same order on every rank and every rank declined this one, so every rank skips
+    // the same calls.
+    oneSidedCallsToSkip_ = kOneSidedCallsSkippedAfterDecline;
+    runFallback(op);
+    return advance(op);
   }
   return progress;
 }

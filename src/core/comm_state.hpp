@@ -109,8 +109,8 @@ class CommState {
   void start(Operation& op);
   void startPlan(Operation& op);
   exec::Progress advance(Operation& op);
-  /// A direct operation (exec/direct.hpp); starts its plan when the ranks decline.
-  exec::Progress advanceDirect(Operation& op);
+  /// Starts `op`'s fallback plan instead of its declined one-sided plan.
+  void runFallback(Operation& op);
   void fail(Operation& op, ErrorCode code, const std::string& message);
   /// GROVE_CHECK: the signatures `check` gathered differ (`message` says how): fails it and
   /// the call it checked on this rank without aborting — every rank sees the same
@@ -125,7 +125,7 @@ class CommState {
   /// GROVE_TRACE: records `op` as a finished call.
   void traceCall(const Operation& op);
   std::string waitDescription(const Operation& op) const;
-  /// The peer `op` waits to send to or receive from, or -1 (nothing, or the direct path).
+  /// The peer `op` waits to send to or receive from, or -1 (nothing, or every peer).
   int waitedPeer(const Operation& op) const;
   /// Fails the queue when the head waits on a peer that left (Transport::peerLeft).
   bool failIfPeerLeft();
@@ -155,9 +155,9 @@ class CommState {
   size_t scratchBytes_ = 0;
 
   std::unique_ptr<Tracer> tracer_;  ///< GROVE_TRACE, or nullptr.
-  bool directDeclineLogged_ = false;
-  static constexpr int kDirectCallsSkippedAfterDecline = 15;
-  int directCallsToSkip_ = 0;
+  bool oneSidedDeclineLogged_ = false;
+  static constexpr int kOneSidedCallsSkippedAfterDecline = 15;
+  int oneSidedCallsToSkip_ = 0;
   std::string_view lastAlgorithm_;
 
   std::atomic<bool> aborted_{false};

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "exec/message_tag.hpp"
 
 namespace grove::detail {
 
@@ -21,8 +20,7 @@ void Operation::reset() {
   outputExtents.clear();
   stageFrom = nullptr;
   stageBytes = 0;
-  direct = false;
-  directCall = {};
+  fallback = {};
   batch.clear();
   signatureCheck = false;
   checkedCall.reset();
@@ -50,13 +48,7 @@ std::string Operation::describe() const {
     text += fmt::format(" {}", toString(op));
   }
   if (root >= 0) text += fmt::format(", root {}", root);
-  // A call on the direct path (from its hellos on) names it, not the plan it would fall
-  // back to.
-  if (direct) {
-    text += fmt::format(", algorithm {}", exec::kDirectAlgorithm);
-  } else if (!algorithm.empty()) {
-    text += fmt::format(", algorithm {}", algorithm);
-  }
+  if (!algorithm.empty()) text += fmt::format(", algorithm {}", algorithm);
   return text + ")";
 }
 

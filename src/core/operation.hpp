@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "exec/direct.hpp"
 #include "core/point_to_point.hpp"
 #include "exec/executor.hpp"
 #include "grove/error.hpp"
@@ -42,11 +41,14 @@ class Operation {
   const char* stageFrom = nullptr;  ///< In-place allToAll: input to copy into scratch first.
   size_t stageBytes = 0;
   exec::Execution execution;
-  // A collective that reads its peers' buffers in place (exec/direct.hpp) instead of running
-  // `plan` — unless the ranks' hellos show that one of them cannot, and the plan runs after.
-  bool direct = false;
-  exec::DirectCall directCall;
-  exec::DirectExecution directExecution;
+  // A one-sided plan (exec/one_sided.hpp) may be declined by the ranks' hellos; the call
+  // then runs this plan instead, chosen as if one-sided plans did not exist.
+  struct Fallback {
+    const exec::BoundPlan* plan = nullptr;
+    std::string_view algorithm;
+    size_t tileElems = 1;
+  };
+  Fallback fallback;
 
   // A point-to-point batch: its transfers, run as a plan built when it starts (`plan`
   // then points into it).

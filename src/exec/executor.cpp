@@ -20,6 +20,31 @@ BoundPlan BoundPlan::bind(plan::Plan plan, transport::Transport& transport) {
 }
 
 void BoundPlan::rebind(transport::Transport& transport) {
+  oneSided = plan.oneSided;
+  this->transport = &transport;
+  const auto n = static_cast<size_t>(plan.nranks);
+  peerSend.assign(oneSided ? n : 0, nullptr);
+  peerRecv.assign(oneSided ? n : 0, nullptr);
+  peerReads.assign(oneSided ? n : 0, 0);
+  readsOfPeers = 0;
+  if (oneSided) {
+    for (int q = 0; q < plan.nranks; ++q) {
+      if (q == plan.rank) continue;
+      peerSend[static_cast<size_t>(q)] = &transport.sendFifo(q, 0);
+      peerRecv[static_cast<size_t>(q)] = &transport.recvFifo(q, 0);
+    }
+    for (const plan::Channel& channel : plan.channels) {
+      for (const plan::Step& step : channel.steps) {
+        const auto kind = static_cast<uint8_t>(1u << static_cast<unsigned>(step.src.buffer));
+        for (int q = 0; q < plan.nranks; ++q) {
+          const bool read = q != plan.rank && (plan::readsEveryRank(step.op) ||
+                                               (plan::readsPeer(step.op) && step.recvPeer == q));
+          if (read) peerReads[static_cast<size_t>(q)] |= kind;
+        }
+        if (plan::oneSided(step.op)) readsOfPeers |= kind;
+      }
+    }
+  }
   channels.resize(plan.channels.size());
   for (size_t c = 0; c < plan.channels.size(); ++c) {
     channels[c].clear();
@@ -39,6 +64,10 @@ void Execution::start(const BoundPlan& plan, const CallBuffers& buffers) {
   error_.clear();
   errorCode_ = ErrorCode::kInvalidUsage;
   tagged_ = buffers.tag.call != 0 || buffers.chunkTags != nullptr;
+  finished_ = false;
+  isOneSided_ = plan.oneSided;
+  stage_ = isOneSided_ ? Stage::kPrologue : Stage::kSteps;
+  if (isOneSided_) oneSided_.start(plan, buffers_);
   cursors_.assign(plan.channels.size(), Cursor{});
   remainingChannels_ = 0;
   const auto chunkLength = [this](const BoundStep& bound) { return messageLength(bound.step); };
@@ -54,6 +83,15 @@ size_t Execution::messageLength(const plan::Step& step) const {
                            : ref.buffer == plan::BufferKind::kOutput ? buffers_.output
                                                                      : buffers_.scratch;
   return view.chunk(ref.chunk).length;
+}
+
+size_t Execution::offsetOf(const plan::ChunkRef& ref, uint64_t tile) const {
+  const BufferView& view = ref.buffer == plan::BufferKind::kInput    ? buffers_.input
+                           : ref.buffer == plan::BufferKind::kOutput ? buffers_.output
+                                                                     : buffers_.scratch;
+  const Extent extent = view.chunk(ref.chunk);
+  return (extent.offset + plan::tileSpan(extent.length, tile, buffers_.tileElems).begin) *
+         elementBytes_;
 }
 
 char* Execution::address(const plan::ChunkRef& ref, uint64_t tile, size_t* elements) const {
@@ -82,13 +120,17 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
                          srcElems, dstElems);
     return StepResult::kFailed;
   }
-  if (elements > 0 && ((plan::readsSrc(step.op) && src == nullptr) ||
-                       (plan::writesDst(step.op) && dst == nullptr))) {
+  // Signal and wait name a chunk without touching it; get reads its src from a peer.
+  const bool localSrc =
+      plan::readsSrc(step.op) && !plan::signals(step.op) && !plan::readsPeer(step.op);
+  if (elements > 0 &&
+      ((localSrc && src == nullptr) || (plan::writesDst(step.op) && dst == nullptr))) {
     error_ = fmt::format("plan step {} touches a buffer this rank did not provide",
                          plan::toString(step.op));
     return StepResult::kFailed;
   }
-  size_t bytes = elements * elementBytes_;
+  if (plan::oneSided(step.op)) return fireOneSided(step, tile, src, dst, elements);
+  size_t bytes = plan::signals(step.op) ? 0 : elements * elementBytes_;
 
   const transport::MessageTag& mine = buffers_.chunkTags != nullptr
                                          ? buffers_.chunkTags[plan::messageChunk(step).chunk]
@@ -164,6 +206,12 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
       combine(dst, src, in);
       if (bytes) memcpy(out, dst, bytes);
       break;
+    case OpKind::kSignal:  // The empty message is all.
+    case OpKind::kWait:
+      break;
+    case OpKind::kGet:  // fireOneSided
+    case OpKind::kReduceAll:
+      break;
   }
   if (in != nullptr) bound.recv->release();
   if (out != nullptr) {
@@ -173,7 +221,53 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
   return StepResult::kFired;
 }
 
+Execution::StepResult Execution::fireOneSided(const plan::Step& step, uint64_t tile,
+                                              const char* src, char* dst, size_t elements) {
+  const size_t offset = offsetOf(step.src, tile);
+  bool read = true;
+  if (step.op == OpKind::kGet) {
+    read = oneSided_.get(step.recvPeer, step.src.buffer, offset, elements * elementBytes_, dst);
+  } else {
+    read = oneSided_.reduceAll(step.src.buffer, offset, elements, src, dst, step.finalize);
+  }
+  return read ? StepResult::kFired : StepResult::kUnreadable;
+}
+
 Progress Execution::advance() {
+  if (finished_) return Progress::kDone;
+  if (stage_ == Stage::kPrologue) {
+    const Progress prologue = oneSided_.prologue();
+    if (prologue == Progress::kFailed) {
+      error_ = oneSided_.error();
+      errorCode_ = oneSided_.errorCode();
+      return Progress::kFailed;
+    }
+    if (prologue != Progress::kDone) return prologue;
+    if (oneSided_.declined()) {
+      finished_ = true;
+      return Progress::kDone;
+    }
+    stage_ = Stage::kSteps;
+  }
+  Progress progress = Progress::kDone;
+  if (stage_ == Stage::kSteps) {
+    progress = advanceSteps();
+    if (progress != Progress::kDone) return progress;
+    if (isOneSided_) stage_ = Stage::kEpilogue;
+  }
+  if (stage_ == Stage::kEpilogue) {
+    progress = oneSided_.epilogue();
+    if (progress == Progress::kFailed) {
+      error_ = oneSided_.error();
+      errorCode_ = oneSided_.errorCode();
+    }
+    if (progress != Progress::kDone) return progress;
+  }
+  finished_ = true;
+  return Progress::kDone;
+}
+
+Progress Execution::advanceSteps() {
   if (remainingChannels_ == 0) return Progress::kDone;
   bool moved = false;
   const auto cursorOf = [this](int32_t channel) -> const plan::ChannelCursor& {
@@ -190,6 +284,16 @@ Progress Execution::advance() {
       }
       if (!plan::dependencyMet(bound.step, cursor.tile, cursorOf)) break;
       StepResult result = fire(bound, cursor.tile);
+      if (result == StepResult::kUnreadable) {
+        if (oneSided_.unreadable() == Progress::kBlocked) {
+          unreadable_ = true;
+          break;
+        }
+        error_ = oneSided_.error();
+        errorCode_ = oneSided_.errorCode();
+        result = StepResult::kFailed;
+      }
+      unreadable_ = false;
       if (result == StepResult::kBlocked) break;
       if (buffers_.trace != nullptr && result == StepResult::kFired) {
         traceFired(c, cursor, bound.step);
@@ -228,6 +332,12 @@ void Execution::traceFired(size_t channel, Cursor& cursor, const plan::Step& ste
 }
 
 WaitPoint Execution::waitPoint() const {
+  if (isOneSided_ && (stage_ != Stage::kSteps || unreadable_)) {
+    WaitPoint point;
+    point.peer = oneSided_.waitingFor();
+    point.what = oneSided_.waitingForWhat();
+    return point;
+  }
   for (size_t c = 0; c < cursors_.size(); ++c) {
     const Cursor& cursor = cursors_[c];
     if (cursor.done()) continue;

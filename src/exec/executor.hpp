@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/one_sided.hpp"
 #include "exec/trace_buffer.hpp"
 #include "grove/error.hpp"
 #include "grove/types.hpp"
@@ -34,6 +35,15 @@ struct BoundStep {
 struct BoundPlan {
   plan::Plan plan;
   std::vector<std::vector<BoundStep>> channels;
+  // One-sided plans (Plan::oneSided): the transport (peer memory, failures), the lane-0
+  // FIFOs to and from every peer (prologue and epilogue; nullptr for this rank), and which
+  // kinds of buffers this rank reads, per peer and of any peer (bit 1 << BufferKind).
+  bool oneSided = false;
+  transport::Transport* transport = nullptr;
+  std::vector<transport::Fifo*> peerSend;
+  std::vector<transport::Fifo*> peerRecv;
+  std::vector<uint8_t> peerReads;
+  uint8_t readsOfPeers = 0;
 
   /// Resolves every step's peers through `transport` (connecting on first use).
   static BoundPlan bind(plan::Plan plan, transport::Transport& transport);
@@ -67,6 +77,13 @@ struct CallBuffers {
   bool checksum = false;
   /// GROVE_FAULT_DELAY_US (tests): sleep this long before committing each sent message.
   std::chrono::microseconds faultDelay{0};
+  // One-sided plans (exec/one_sided.hpp): this rank's buffers as its peers find them
+  // (core/memory.cpp), whether it runs over kernel copies of ordinary peer memory, and
+  // OneSided::stagingBytes() of staging memory.
+  transport::BufferDescriptor inputDescriptor;
+  transport::BufferDescriptor outputDescriptor;
+  bool allowCopies = false;
+  char* staging = nullptr;
 };
 
 /// What advance() observed.
@@ -79,6 +96,9 @@ struct WaitPoint {
   uint64_t tile = 0;
   int peer = -1;
   bool sending = false;
+  /// Set where the execution waits outside a step (a one-sided plan's prologue or
+  /// epilogue, or a peer's memory that cannot be read): what it waits for.
+  const char* what = nullptr;
 };
 
 class Execution {
@@ -90,7 +110,13 @@ class Execution {
   /// Fires every step that can fire now.
   Progress advance();
 
-  bool done() const { return remainingChannels_ == 0; }
+  bool done() const { return finished_; }
+  /// A one-sided plan's prologue showed that some rank cannot read what the plan reads
+  /// (exec/one_sided.hpp): nothing was read or written, advance() returned kDone, and the
+  /// call must run its fallback plan.
+  bool declined() const { return isOneSided_ && oneSided_.declined(); }
+  /// Why, once declined().
+  std::string_view declineReason() const { return oneSided_.declineReason(); }
   /// Message of the failure after advance() returned kFailed.
   const std::string& error() const { return error_; }
   /// Its code: kInvalidUsage (the ranks' calls or buffers disagree) or kSystemError (a
@@ -107,12 +133,19 @@ class Execution {
     int64_t readyNs = 0;
     int64_t attemptNs = 0;
   };
-  enum class StepResult { kFired, kBlocked, kFailed };
+  // kUnreadable: a peer's memory could not be read (OneSided::unreadable decides).
+  enum class StepResult { kFired, kBlocked, kFailed, kUnreadable };
+  enum class Stage { kPrologue, kSteps, kEpilogue };
 
   StepResult fire(const BoundStep& bound, uint64_t tile);
   void traceFired(size_t channel, Cursor& cursor, const plan::Step& step);
   size_t messageLength(const plan::Step& step) const;
   char* address(const plan::ChunkRef& ref, uint64_t tile, size_t* elements) const;
+  /// Byte offset of tile `tile` of chunk `ref` in its buffer (the same on every rank).
+  size_t offsetOf(const plan::ChunkRef& ref, uint64_t tile) const;
+  Progress advanceSteps();
+  StepResult fireOneSided(const plan::Step& step, uint64_t tile, const char* src, char* dst,
+                          size_t elements);
 
   const BoundPlan* plan_ = nullptr;
   CallBuffers buffers_;
@@ -120,6 +153,11 @@ class Execution {
   std::vector<Cursor> cursors_;
   int remainingChannels_ = 0;
   bool tagged_ = false;  ///< buffers_.tag is set: received tags are compared with it.
+  bool finished_ = false;
+  bool isOneSided_ = false;
+  bool unreadable_ = false;  ///< The current blocked step waits for a peer's memory.
+  Stage stage_ = Stage::kSteps;
+  OneSided oneSided_;
   std::string error_;
   ErrorCode errorCode_ = ErrorCode::kInvalidUsage;
 };

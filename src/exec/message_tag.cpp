@@ -41,7 +41,6 @@ AlgorithmNames& algorithmNames() {
 
 std::string algorithmName(uint32_t tag) {
   if (tag == 0) return "none";
-  if (tag == algorithmTag(kDirectAlgorithm)) return std::string(kDirectAlgorithm);
   AlgorithmNames& names = algorithmNames();
   std::lock_guard<std::mutex> lock(names.mutex);
   if (auto found = names.byTag.find(tag); found != names.byTag.end()) return found->second;

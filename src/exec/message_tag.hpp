@@ -20,10 +20,6 @@ using transport::MessageTag;
 /// MessageTag::collective of the exchange GROVE_CHECK=1 makes before each collective.
 inline constexpr uint8_t kSignatureCheck = 0xFF;
 
-/// The name of the single-host zero-copy path (exec/direct.hpp), which is no plan generator
-/// but tags its messages like one.
-inline constexpr std::string_view kDirectAlgorithm = "direct";
-
 /// The 32-bit name hash carried in MessageTag::algorithm (FNV-1a; never 0 for a name).
 uint32_t algorithmTag(std::string_view name);
 

@@ -156,9 +156,14 @@ struct Plan {
 
   std::vector<Channel> channels;
 
-  /// Whether some step reads peers' memory (see OpKind): the plan then runs between a
-  /// prologue that exchanges buffer descriptors and an epilogue that waits for every reader.
-  bool oneSided() const {
+  /// The call reads peers' memory (see OpKind): every rank, whether or not its own steps
+  /// read (a broadcast's root does not), runs between a prologue that exchanges buffer
+  /// descriptors and an epilogue that waits for every reader. Set by the generator; the same
+  /// on every rank, and set wherever a step is one-sided (the verifier checks both).
+  bool oneSided = false;
+
+  /// Whether some step of this rank reads peers' memory.
+  bool hasOneSidedSteps() const {
     for (const Channel& channel : channels) {
       for (const Step& step : channel.steps) {
         if (plan::oneSided(step.op)) return true;

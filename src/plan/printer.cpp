@@ -58,8 +58,9 @@ std::string toText(const Plan& plan) {
   std::string text = fmt::format("plan {} algo={} rank={} nranks={}", toString(plan.collective),
                                  plan.algorithm, plan.rank, plan.nranks);
   if (plan.root != -1) text += fmt::format(" root={}", plan.root);
-  text += fmt::format(" chunksPerBlock={} blocks in={} out={} scratch={}\n", plan.chunksPerBlock,
+  text += fmt::format(" chunksPerBlock={} blocks in={} out={} scratch={}", plan.chunksPerBlock,
                       plan.inputBlocks, plan.outputBlocks, plan.scratchBlocks);
+  text += plan.oneSided ? " onesided\n" : "\n";
   for (size_t c = 0; c < plan.channels.size(); ++c) {
     text += fmt::format("channel {}\n", c);
     const std::vector<Step>& steps = plan.channels[c].steps;

@@ -133,6 +133,10 @@ void parseHeader(Line& line, Plan& plan) {
   plan.inputBlocks = static_cast<uint32_t>(line.keyNumber("in", 0, maxBlocks));
   plan.outputBlocks = static_cast<uint32_t>(line.keyNumber("out", 0, maxBlocks));
   plan.scratchBlocks = static_cast<uint32_t>(line.keyNumber("scratch", 0, maxBlocks));
+  if (line.peek() == "onesided") {
+    line.take("onesided");
+    plan.oneSided = true;
+  }
   line.expectEnd();
 }
 

@@ -12,9 +12,7 @@
 // outputs start as a byte no result has; guard bytes surround every buffer.
 //
 // Whether a call really ran direct is read from GROVE_TRACE's call records ("algorithm":
-// "direct"). Those assertions are on once the direct executor is in the tree
-// (src/exec/direct.hpp); before, the calls take the normal path and only the values are
-// checked.
+// "direct": the one-sided plans of src/algo/direct.cpp).
 #include <unistd.h>
 
 #include <atomic>
@@ -30,11 +28,6 @@
 #include "grove/memory.hpp"
 #include "multirank/harness.hpp"
 
-#if __has_include("exec/direct.hpp")
-constexpr bool kDirectLanded = true;
-#else
-constexpr bool kDirectLanded = false;
-#endif
 
 namespace grove::mr {
 namespace {
@@ -479,7 +472,6 @@ TEST_P(DirectThreads, EveryNonEmptyCallOfTheFourCollectivesRunsDirect) {
     }
     comm.barrier();
   });
-  if (!kDirectLanded) GTEST_SKIP() << "the direct executor is not in the tree yet: values only";
   expectDirect(calls, 1);
 }
 
@@ -526,7 +518,6 @@ TEST(DirectThreadsDefault, SmallCallsStayOnTheNormalPathLargeOnesGoDirect) {
                        true, Mode::kRegistered, 0, 4});
       },
       Options().set("GROVE_DIRECT", "1"));
-  if (!kDirectLanded) GTEST_SKIP() << "the direct executor is not in the tree yet: values only";
   ASSERT_EQ(calls[0].size(), 4u);
   for (int rank = 0; rank < kRanks; ++rank) {
     EXPECT_NE(calls[rank][0].algorithm, "direct") << "rank " << rank << ": 8-byte allReduce";
