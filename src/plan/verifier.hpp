@@ -1,4 +1,5 @@
-// Symbolic verifier: replays the plans of all ranks of one call shape and proves them.
+// Symbolic verifier: replays the plans of all ranks of one call shape and proves them,
+// one-sided plans (peers' buffers read in place) included.
 #pragma once
 
 #include <functional>
@@ -43,7 +44,8 @@ struct VerifyOptions {
 ///
 /// Barrier convention: barrier plans have outputBlocks = 1 and chunksPerBlock = 1; Output
 /// chunk 0 of rank r starts as its token {(r, 0)}, ⊕ on tokens is idempotent set union, and
-/// every rank must end holding a token of every rank. sendrecv plans are not verifiable.
+/// every rank must end holding a token of every rank. sendrecv plans must send and receive
+/// only, and every rank must receive from each peer the pieces it sends it.
 ///
 /// Rules a plan must also follow: block counts are per collective (allreduce, broadcast,
 /// reduce: in = out = 1; allgather, gather: in = 1, out = n; reducescatter, scatter: in = n,
@@ -54,6 +56,21 @@ struct VerifyOptions {
 /// touch the same chunk of the same tile, one of them writing, must be ordered through
 /// `after` or messages (else a race is reported even if the replay got the right values); a
 /// receive must take the message of the same tile.
+///
+/// One-sided plans (get, rall, signal, wait; plan.hpp). get's recvPeer is another rank, rall
+/// names no peer, and neither reads Scratch (peers see only Input and Output); signal and wait
+/// use peers and lanes like send and recv, their messages are empty and may not meet data
+/// messages on one connection. get and rall read the peers' cells in place (in-place aliasing
+/// included); rall's value is ⊕ of every rank's src in rank order. The executor runs such plans
+/// between a prologue (every rank hands every other its buffer descriptors before its first
+/// step) and an epilogue (every rank waits for every other to finish all its steps before it
+/// returns): every rank's initial Input happens-before every step of every rank, and every
+/// step happens-before any rank returns. Inside the call only messages (signal/wait included),
+/// program order and `after` order steps across ranks, and a read by rank r of rank q's chunk
+/// is valid only if q's last write of it (if any) happens-before the read and every later
+/// write of it by q happens-after the read; both are checked whichever order the replay runs
+/// them in. A copy whose src and dst are one cell (in place) is no access at all (the executor
+/// skips it) unless it finalizes.
 /// Returns ok, or kInvalidArgument with the first problem found in words that name the rank,
 /// channel, step and chunk involved.
 Status verify(const std::vector<Plan>& plans, const VerifyOptions& options = {});

@@ -179,8 +179,8 @@ Status checkStep(const Plan& p, size_t c, size_t s) {
   Status error;
   if (p.collective == Collective::kSendRecv && step.op != OpKind::kSend &&
       step.op != OpKind::kRecv) {
-    return invalid(fmt::format("'{}' in a sendrecv plan, which only sends and receives",
-                               toString(step.op)));
+    return invalid(
+        fmt::format("'{}' in a sendrecv plan, which only sends and receives", toString(step.op)));
   }
   if (isDataMovement(p.collective) && reduces(step.op)) {
     return invalid(fmt::format("'{}' reduces, but {} only moves data", toString(step.op),
@@ -191,6 +191,7 @@ Status checkStep(const Plan& p, size_t c, size_t s) {
         fmt::format("finalize is set, but {} only moves data (there is nothing to finalize)",
                     toString(p.collective)));
   }
+  if (!(error = checkOneSidedStep(p, step)).ok()) return error;
   if (receives(step.op) && !(error = checkPeer(p, step.recvPeer, "recvPeer")).ok()) {
     return error;
   }
@@ -342,8 +343,9 @@ Status pointToPointExpectations(const std::vector<Plan>& plans,
       std::vector<uint32_t>& out = sent[{from, to}];
       std::vector<uint32_t>& in = received[{from, to}];
       if (out.size() != in.size()) {
-        return invalid(fmt::format("rank {} sends {} piece(s) to rank {}, which receives {} from it",
-                                   from, out.size(), to, in.size()));
+        return invalid(
+            fmt::format("rank {} sends {} piece(s) to rank {}, which receives {} from it", from,
+                        out.size(), to, in.size()));
       }
       std::sort(out.begin(), out.end());
       std::sort(in.begin(), in.end());

@@ -71,6 +71,10 @@ int64_t aliasedInput(const Plan& plan, uint32_t chunk);
 /// Returns the first problem (kInvalidArgument), or ok.
 Status checkStructure(const std::vector<Plan>& plans, const VerifyOptions& options);
 
+/// The one-sided kinds' own rules (verifier_one_sided.cpp): get reads another rank in range,
+/// rall names no peer, and neither reads Scratch (peers see only Input and Output).
+Status checkOneSidedStep(const Plan& plan, const Step& step);
+
 /// The largest number of tiles the verifier replays.
 inline constexpr int kMaxTiles = 1024;
 

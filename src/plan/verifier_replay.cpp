@@ -1,5 +1,6 @@
 // The verifier's replay: firing steps on symbolic values, with FIFOs, dependencies, vector
-// clocks for race detection, and the ⊕ / finalize rules (see verifier_replay.hpp).
+// clocks for race detection, and the ⊕ / finalize rules (see verifier_replay.hpp). The
+// one-sided rules (remote reads and their happens-before checks) are in verifier_one_sided.cpp.
 #include "plan/verifier_replay.hpp"
 
 #include <fmt/format.h>
@@ -163,12 +164,14 @@ Status Replay::checkOrdered(int r, int c, uint32_t s, uint32_t tile, const Chunk
   const int me = state_[r].firstChannel + c;
   if (other < 0 || other == me || clocks_[me][other] >= otherClock) return Status();
   const int otherChannel = channelOwner_[other].second;
-  return Status::failure(ErrorCode::kInvalidArgument, fmt::format(
-      "{} {} {} while channel {} step {} ({}) {} it in the same tile, and nothing orders the "
-      "two (add `after` or keep them on one channel)",
-      where(r, c, s, tile), iWrite ? "writes" : "reads", chunkName(ref), otherChannel, otherStep,
-      toText(stepAt(r, otherChannel, static_cast<uint32_t>(otherStep))),
-      otherWrites ? "writes" : "reads"));
+  return Status::failure(
+      ErrorCode::kInvalidArgument,
+      fmt::format(
+          "{} {} {} while channel {} step {} ({}) {} it in the same tile, and nothing orders the "
+          "two (add `after` or keep them on one channel)",
+          where(r, c, s, tile), iWrite ? "writes" : "reads", chunkName(ref), otherChannel,
+          otherStep, toText(stepAt(r, otherChannel, static_cast<uint32_t>(otherStep))),
+          otherWrites ? "writes" : "reads"));
 }
 
 Status Replay::read(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref, Value* value) {
@@ -176,8 +179,9 @@ Status Replay::read(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref
   RankState& st = state_[r];
   const Value& held = st.values[at];
   if (!held.defined) {
-    return Status::failure(ErrorCode::kInvalidArgument, fmt::format("{} reads undefined {}: nothing has written it yet",
-                                      where(r, c, s, tile), chunkName(ref)));
+    return Status::failure(ErrorCode::kInvalidArgument,
+                           fmt::format("{} reads undefined {}: nothing has written it yet",
+                                       where(r, c, s, tile), chunkName(ref)));
   }
   Access& access = st.access[at];
   if (Status ordered = checkOrdered(r, c, s, tile, ref, access.writer, access.writerClock,
@@ -219,11 +223,13 @@ Status Replay::write(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& re
       return ordered;
     }
   }
+  if (Status remote = checkRemoteReaders(r, c, s, tile, ref, access); !remote.ok()) return remote;
   const int me = st.firstChannel + c;
   access.writer = me;
   access.writerClock = clocks_[me][me];
   access.writerStep = static_cast<int32_t>(s);
   access.reads.clear();
+  access.remoteReads.clear();
   st.values[at] = value;
   return Status();
 }
@@ -231,7 +237,8 @@ Status Replay::write(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& re
 Status Replay::combine(const Value& a, const Value& b, int r, int c, uint32_t s, uint32_t tile,
                        Value* result) const {
   if (a.finalized || b.finalized) {
-    return Status::failure(ErrorCode::kInvalidArgument, 
+    return Status::failure(
+        ErrorCode::kInvalidArgument,
         fmt::format("{} reduces a value that is already finalized ({}); finalize "
                     "belongs on the last reduction only",
                     where(r, c, s, tile), describe(a.finalized ? a.items : b.items)));
@@ -248,9 +255,11 @@ Status Replay::combine(const Value& a, const Value& b, int r, int c, uint32_t s,
              std::back_inserter(combined.items));
   auto twice = std::adjacent_find(combined.items.begin(), combined.items.end());
   if (twice != combined.items.end()) {
-    return Status::failure(ErrorCode::kInvalidArgument, fmt::format(
-        "{} double counts contribution ({},{}): {} ⊕ {}", where(r, c, s, tile),
-        contributorRank(*twice), contributorChunk(*twice), describe(a.items), describe(b.items)));
+    return Status::failure(
+        ErrorCode::kInvalidArgument,
+        fmt::format("{} double counts contribution ({},{}): {} ⊕ {}", where(r, c, s, tile),
+                    contributorRank(*twice), contributorChunk(*twice), describe(a.items),
+                    describe(b.items)));
   }
   *result = std::move(combined);
   return Status();
@@ -258,7 +267,8 @@ Status Replay::combine(const Value& a, const Value& b, int r, int c, uint32_t s,
 
 Status Replay::finalize(Value& value, int r, int c, uint32_t s, uint32_t tile) const {
   if (value.finalized) {
-    return Status::failure(ErrorCode::kInvalidArgument, 
+    return Status::failure(
+        ErrorCode::kInvalidArgument,
         fmt::format("{} finalizes {} a second time", where(r, c, s, tile), describe(value.items)));
   }
   std::vector<bool> present(static_cast<size_t>(nranks_));
@@ -271,7 +281,8 @@ Status Replay::finalize(Value& value, int r, int c, uint32_t s, uint32_t tile) c
       missing += fmt::format("{}{}", missing.empty() ? "" : ", ", q);
   }
   if (!missing.empty()) {
-    return Status::failure(ErrorCode::kInvalidArgument, 
+    return Status::failure(
+        ErrorCode::kInvalidArgument,
         fmt::format("{} finalizes an incomplete value {}: missing contribution of "
                     "rank(s) {}",
                     where(r, c, s, tile), describe(value.items), missing));
@@ -306,15 +317,26 @@ Status Replay::fire(int r, int c) {
           toText(stepAt(step.recvPeer, incoming.channel, static_cast<uint32_t>(incoming.step))));
     };
     if (incoming.tile != tile) {
-      return Status::failure(ErrorCode::kInvalidArgument, fmt::format(
-          "{} receives the tile {} message of {}: the two plans exchange different numbers of "
-          "messages per tile on the connection from rank {} to rank {} lane {}",
-          where(r, c, s, tile), incoming.tile, sender(), step.recvPeer, r, step.lane));
+      return Status::failure(
+          ErrorCode::kInvalidArgument,
+          fmt::format(
+              "{} receives the tile {} message of {}: the two plans exchange different numbers of "
+              "messages per tile on the connection from rank {} to rank {} lane {}",
+              where(r, c, s, tile), incoming.tile, sender(), step.recvPeer, r, step.lane));
     }
     if (checkParts_ && incoming.part != part) {
-      return Status::failure(ErrorCode::kInvalidArgument, fmt::format(
-          "{} receives a part {} chunk from {} into part {} chunks: parts differ in size",
-          where(r, c, s, tile), incoming.part, sender(), part));
+      return Status::failure(
+          ErrorCode::kInvalidArgument,
+          fmt::format(
+              "{} receives a part {} chunk from {} into part {} chunks: parts differ in size",
+              where(r, c, s, tile), incoming.part, sender(), part));
+    }
+    if (incoming.empty != signals(step.op)) {
+      return Status::failure(
+          ErrorCode::kInvalidArgument,
+          fmt::format("{} takes the {} message of {}: signals and data must "
+                      "not share a connection (give them different lanes)",
+                      where(r, c, s, tile), incoming.empty ? "empty (signal)" : "data", sender()));
     }
     join(clock, incoming.clock);
   }
@@ -324,10 +346,11 @@ Status Replay::fire(int r, int c) {
   Status status = Status();
   Value held;
   Value other;
+  const bool skipped = skipsCopy(r, step);
   switch (step.op) {
     case OpKind::kSend:
     case OpKind::kCopy:
-      status = read(r, c, s, tile, step.src, &value);
+      if (!skipped) status = read(r, c, s, tile, step.src, &value);
       break;
     case OpKind::kRecv:
     case OpKind::kRecvCopySend:
@@ -348,12 +371,21 @@ Status Replay::fire(int r, int c) {
       status = read(r, c, s, tile, step.src, &held);
       if (status.ok()) status = combine(held, incoming.value, r, c, s, tile, &value);
       break;
+    case OpKind::kGet:
+    case OpKind::kReduceAll:
+      status = readPeers(r, c, s, tile, step, &value);
+      break;
+    case OpKind::kSignal:
+    case OpKind::kWait:
+      break;
   }
   if (status.ok() && step.finalize) status = finalize(value, r, c, s, tile);
-  if (status.ok() && writesDst(step.op)) status = write(r, c, s, tile, step.dst, value);
+  if (status.ok() && writesDst(step.op) && !skipped) {
+    status = write(r, c, s, tile, step.dst, value);
+  }
   if (!status.ok()) return status;
   if (sends(step.op)) {
-    Message message{std::move(value), part, tile, c, static_cast<int>(s), clock};
+    Message message{std::move(value), part, tile, c, static_cast<int>(s), clock, signals(step.op)};
     fifos_[fifoKey(r, step.sendPeer, step.lane)].push_back(std::move(message));
   }
   if (state_[r].isAfterTarget[c][s]) snapshots_[snapshotKey(me, int32_t(s), tile)] = clock;

@@ -10,12 +10,33 @@
 // and some remain, the plans deadlock. Channels walk their steps tile after tile with the
 // executor's cursor (plan/cursor.hpp), every chunk being one symbol per replayed tile. In
 // place, aliased Input and Output chunks are one storage cell, so overwriting input that is
-// still needed shows up as wrong contributions.
+// still needed shows up as wrong contributions. A copy whose src and dst are one cell (and
+// that does not finalize) neither reads nor writes: the executor skips it.
 //
 // Channels of one rank run concurrently, so two steps of different channels touching the
 // same chunk must be ordered by a happens-before path (program order, `after`, messages).
 // Vector clocks over all channels of all ranks detect unordered pairs (a write with any other
 // access): such a plan is racy even if this replay's schedule happens to give the right sum.
+//
+// One-sided steps (verifier_one_sided.cpp). `get` and `rall` read rank q's cell of their src
+// chunk in place (the same cell in-place aliasing maps Input and Output chunks to) and write
+// the local dst; rall's value is ⊕ over every rank's src in rank order (its own read locally),
+// with the usual ⊕ and finalize rules. `signal` sends an empty message (the sender's clock, no
+// value) and `wait` takes it and merges the clock, like send/recv without values; a wait that
+// takes a data message, or a receive that takes a signal, is an error. The executor runs
+// one-sided plans between a prologue (every rank hands every other its buffer descriptors
+// before its first step) and an epilogue (every rank waits until every other has finished all
+// its steps before returning), so every rank's initial Input happens-before every step of
+// every rank, and every step happens-before any rank returns. Inside the call only messages
+// (signal/wait and ordinary ones), program order and `after` order steps across ranks, and a
+// remote read by rank r of rank q's cell X is valid only if
+//  (a) q's last write of X, if any (the initial Input needs none), happens-before the read;
+//  (b) every later write of X by q happens-after the read.
+// Both are checked in whatever order this replay runs the two steps: at a remote read, (a)
+// against the cell's last writer (and a remote read of a still undefined cell fails, naming a
+// step of q that writes X if there is one: no write can be ordered before it); at a write, (b)
+// against every remote read of the cell since the previous write, which the cell records with
+// the reader's channel, clock and step.
 //
 // Internal to src/plan: verifier.cpp drives it (run, then the end-of-call checks).
 #pragma once
@@ -56,14 +77,24 @@ class Replay {
     int channel = 0;  // Sender's channel and step, for messages.
     int step = 0;
     Clock clock;
+    bool empty = false;  // A signal's message: it orders, it carries no value.
   };
 
-  // Who last wrote a cell (global channel, that channel's clock) and who read it since.
+  // A read of a cell by another rank's step (get, rall): its global channel, clock and step.
+  struct RemoteRead {
+    int32_t channel = -1;
+    uint32_t clock = 0;
+    int32_t step = -1;
+  };
+
+  // Who last wrote a cell (global channel, that channel's clock) and who read it since: the
+  // owner's channels (reads) and other ranks' steps (remoteReads).
   struct Access {
     int32_t writer = -1;
     uint32_t writerClock = 0;
     int32_t writerStep = -1;
     std::vector<std::pair<int32_t, uint32_t>> reads;
+    std::vector<RemoteRead> remoteReads;
   };
 
   struct RankState {
@@ -102,6 +133,18 @@ class Replay {
   Status combine(const Value& a, const Value& b, int r, int c, uint32_t s, uint32_t tile,
                  Value* result) const;
   Status finalize(Value& value, int r, int c, uint32_t s, uint32_t tile) const;
+
+  // One-sided steps (verifier_one_sided.cpp).
+  /// Whether `step` is a copy the executor skips: src and dst are one cell, no finalize.
+  bool skipsCopy(int r, const Step& step) const;
+  /// The value of a get or rall of rank r, read from the peers' cells.
+  Status readPeers(int r, int c, uint32_t s, uint32_t tile, const Step& step, Value* value);
+  /// Rank r's read of rank q's `ref` (as r names it): rule (a), then records the read.
+  Status remoteRead(int r, int c, uint32_t s, uint32_t tile, int q, const ChunkRef& ref,
+                    Value* value);
+  /// Rule (b) at rank r's write of `ref`: every remote read since the last write precedes it.
+  Status checkRemoteReaders(int r, int c, uint32_t s, uint32_t tile, const ChunkRef& ref,
+                            const Access& access) const;
 
   const std::vector<Plan>& plans_;
   int nranks_;

@@ -457,7 +457,7 @@ TEST(Verifier, PlansMustAgreeOnTheCallShape) {
   expectError(check(plans), "root 3 is not a rank in [0, 3); broadcast needs a root");
   plans = ringAllGather(2);
   for (Plan& p : plans) p.collective = Collective::kSendRecv;
-  expectError(check(plans), "sendrecv plans are not verifiable");
+  expectError(check(plans), "'copy' in a sendrecv plan, which only sends and receives");
 }
 
 TEST(Verifier, ReadingUndefinedScratchIsCaught) {
