@@ -5,7 +5,9 @@
 // latency + bytes / (its share of each link's capacity), concurrent messages on one link
 // share it equally (progressive filling), a step starts when its inputs have arrived and its
 // FIFO has room (fifoDepth slots per connection), and local reductions and copies take time
-// at reduceGBps / copyGBps. This is what `grove plan --topo` prints as "predicted", what
+// at reduceGBps / copyGBps. One-sided plans' reads of peers' memory (get, rall) travel
+// their routes like messages, between the prologue and epilogue the executor runs around
+// them. This is what `grove plan --topo` prints as "predicted", what
 // selection compares when a communicator has a topology, and what the netns benchmark checks
 // against measurements (target: within 15%).
 #pragma once
@@ -22,7 +24,10 @@ namespace grove::model {
 struct SimOptions {
   size_t bytes = 0;        ///< Bytes per block of the call (allreduce: the whole buffer).
   size_t elementSize = 4;  ///< Bytes per element (tiles hold whole elements).
-  /// Tile size the executor uses (GROVE_SLOT_BYTES).
+  /// Tile size of the plan being simulated: callers pass the tile its executor runs it in.
+  /// The default is the FIFOs' slot (GROVE_SLOT_BYTES), the tile of plans that exchange
+  /// messages; one-sided plans (Plan::oneSided) run in tiles of their own (the executor's
+  /// exec::kOneSidedTileBytes, 512 KiB), so their callers choose that instead.
   size_t tileBytes = common::defaultInteger(common::Param::kSlotBytes);
   /// Slots per connection (GROVE_FIFO_DEPTH).
   int fifoDepth = common::defaultInteger(common::Param::kFifoDepth);
@@ -48,6 +53,23 @@ struct Prediction {
 /// a message has no route, or the plans deadlock.
 Prediction simulate(const std::vector<plan::Plan>& plans, const topo::Topology& topology,
                     const SimOptions& options);
+
+namespace detail {
+
+/// What the replay (replay.cpp) hands simulate(): when each rank's last step completed (its
+/// start when it has none), and per arc the bytes carried and the time it was busy.
+struct Replayed {
+  std::vector<double> lastStepUs;
+  std::vector<double> arcBytes;
+  std::vector<double> arcBusyUs;
+};
+
+/// Replays `plans` (checked by simulate) on `topology`, rank r's channels starting at
+/// startUs[r]; throws like simulate on a missing route or a deadlock.
+Replayed replay(const std::vector<plan::Plan>& plans, const topo::Topology& topology,
+                const SimOptions& options, const std::vector<double>& startUs);
+
+}  // namespace detail
 
 /// nccl-tests' busbw factor for a collective on n ranks (allreduce 2(n−1)/n; allgather,
 /// reducescatter, alltoall(v), gather and scatter (n−1)/n; others 1).
