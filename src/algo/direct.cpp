@@ -15,12 +15,12 @@
 // The executor's prologue and epilogue for one-sided plans (exec/one_sided.hpp) make inputs
 // readable from the first step and keep every buffer in place until its last reader is done.
 //
-// Cost: where it applies it is taken. Its threshold, oneSidedMinBytes (GROVE_DIRECT_MIN_BYTES),
-// is the measured crossover (docs/tuning.md): above it direct beat every FIFO plan at every
-// size and rank count measured on one host, and the α–β model of FIFO hops does not describe
-// reading memory in place. So its estimate ranks it first (0 us) and says why in the selection
-// line; below the threshold it does not apply, and the hellos and "done" messages of the
-// prologue and epilogue would cost more than the FIFOs' pipelined plans.
+// Cost: one pass over the call's bytes at memory speed (reduceGBps), and no message latency
+// in the α–β sense: nothing is staged, nothing waits in FIFOs. Every FIFO plan pays at least
+// one α and its bytes at the slower link β, so where direct applies it ranks first, as
+// measured (docs/tuning.md). What it does pay, the prologue's hellos and the epilogue's
+// "done" messages, is why it does not apply below oneSidedMinBytes (GROVE_DIRECT_MIN_BYTES,
+// the measured crossover): there the FIFOs' pipelined plans are faster.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -67,7 +67,9 @@ Status appliesDirect(const plan::PlanRequest& request) {
   return {};
 }
 
-double costDirect(const plan::PlanRequest&, const CostParams&) { return 0; }
+double costDirect(const plan::PlanRequest& request, const CostParams& params) {
+  return static_cast<double>(callBytes(request)) / (params.reduceGBps * 1e3);
+}
 
 /// A plan of the call shape that reads its peers' memory.
 plan::Plan makeOneSided(const plan::PlanRequest& request, uint32_t chunksPerBlock,

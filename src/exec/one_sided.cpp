@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "common/enforce.hpp"
 #include "exec/executor.hpp"
 #include "exec/message_tag.hpp"
 #include "exec/reduce.hpp"
@@ -56,6 +57,9 @@ void OneSided::start(const BoundPlan& plan, const CallBuffers& buffers) {
   memory_ = plan.transport->peerMemory();
   elementBytes_ = dataTypeSize(buffers.type);
   peers_.assign(static_cast<size_t>(plan.plan.nranks), Peer{});
+  for (const transport::Fifo* fifo : plan.peerSend) {
+    if (fifo != nullptr) GROVE_ENFORCE_GE(fifo->slotBytes(), sizeof(Hello), "a hello fits a slot");
+  }
   phase_ = Phase::kPrologue;
   declined_ = false;
   declineReason_ = {};
@@ -100,6 +104,7 @@ bool OneSided::sendToAll(bool done) {
       peer.helloSent = true;
     }
     fifo.commit(bytes, buffers_->tag);
+    moved_ = true;
   }
   return all;
 }
@@ -111,7 +116,7 @@ bool OneSided::take(int q, bool done) {
   const transport::MessageTag* tag = nullptr;
   const void* data = fifo.tryPeek(&bytes, &tag);
   if (data == nullptr) {
-    waitingFor_ = q;
+    if (waitingFor_ < 0) waitingFor_ = q;  // the first peer still missing
     return false;
   }
   if (Status received = checkReceived(buffers_->tag, *tag, data, bytes, q, 0); !received.ok()) {
@@ -146,10 +151,13 @@ bool OneSided::take(int q, bool done) {
     peer.helloTaken = true;
   }
   fifo.release();
+  moved_ = true;
   return true;
 }
 
 Progress OneSided::prologue() {
+  moved_ = false;
+  waitingFor_ = -1;
   try {
     const bool sent = sendToAll(false);
     bool all = true;
@@ -160,7 +168,7 @@ Progress OneSided::prologue() {
         all = false;
       }
     }
-    if (!sent || !all) return Progress::kBlocked;
+    if (!sent || !all) return moved_ ? Progress::kMoved : Progress::kBlocked;
     decide();
   } catch (const Error& error) {
     fail(error.code(), error.what());
@@ -314,6 +322,8 @@ Progress OneSided::unreadable() {
 
 Progress OneSided::epilogue() {
   phase_ = Phase::kEpilogue;
+  moved_ = false;
+  waitingFor_ = -1;
   const bool sent = sendToAll(true);
   bool all = true;
   for (int q = 0; q < plan_->plan.nranks; ++q) {
@@ -323,7 +333,7 @@ Progress OneSided::epilogue() {
       all = false;
     }
   }
-  if (!sent || !all) return Progress::kBlocked;
+  if (!sent || !all) return moved_ ? Progress::kMoved : Progress::kBlocked;
   // A peer's "done" says it finished reading, not that its buffers stay put: a peer that
   // then saw a failure left the call and its buffers may have been freed or reused while
   // this rank still read them (seen as a wrong result under ASan, whose free() writes into

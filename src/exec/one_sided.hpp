@@ -56,10 +56,11 @@ class OneSided {
   /// Prepares a call of `plan` (a one-sided plan) over `buffers`.
   void start(const BoundPlan& plan, const CallBuffers& buffers);
   /// Sends and takes the hellos: kDone once every peer's is in and the verdict is reached
-  /// (declined() tells which), kBlocked while waiting, kFailed with error() set.
+  /// (declined() tells which), kMoved or kBlocked while waiting (whether a message went or
+  /// came this time), kFailed with error() set.
   Progress prologue();
   /// Sends and takes the "done" messages: kDone once every peer has said it and no peer is
-  /// marked failed, kBlocked while waiting, kFailed with error() set.
+  /// marked failed, kMoved or kBlocked while waiting, kFailed with error() set.
   Progress epilogue();
 
   bool declined() const { return declined_; }
@@ -116,6 +117,7 @@ class OneSided {
   std::string_view declineReason_;
   int copiedPeers_ = 0;
   int waitingFor_ = -1;
+  bool moved_ = false;  ///< The prologue or epilogue sent or took a message this time.
   int unreadablePeer_ = -1;
   std::optional<std::chrono::steady_clock::time_point> unreadableSince_;
   std::string error_;

@@ -399,6 +399,7 @@ Status checkStructure(const std::vector<Plan>& plans, const VerifyOptions& optio
         fmt::format("rank 0: collective {} is not a collective", static_cast<int>(collective)));
   }
   if (Status error = checkAgreement(plans); !error.ok()) return error;
+  if (Status error = checkOneSidedAgreement(plans); !error.ok()) return error;
   if (Status error = checkShape(plans[0], options); !error.ok()) return error;
   for (const Plan& p : plans) {
     for (size_t c = 0; c < p.channels.size(); ++c) {

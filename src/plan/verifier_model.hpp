@@ -74,6 +74,8 @@ Status checkStructure(const std::vector<Plan>& plans, const VerifyOptions& optio
 /// The one-sided kinds' own rules (verifier_one_sided.cpp): get reads another rank in range,
 /// rall names no peer, and neither reads Scratch (peers see only Input and Output).
 Status checkOneSidedStep(const Plan& plan, const Step& step);
+/// Every rank's plan agrees on Plan::oneSided, and a plan with one-sided steps has it set.
+Status checkOneSidedAgreement(const std::vector<Plan>& plans);
 
 /// The largest number of tiles the verifier replays.
 inline constexpr int kMaxTiles = 1024;

@@ -49,6 +49,24 @@ Status checkOneSidedStep(const Plan& p, const Step& step) {
   return {};
 }
 
+Status checkOneSidedAgreement(const std::vector<Plan>& plans) {
+  for (const Plan& p : plans) {
+    if (p.oneSided != plans[0].oneSided) {
+      return invalid(fmt::format(
+          "rank {}'s plan is {}one-sided but rank 0's is {}: every rank of a one-sided call "
+          "runs its prologue and epilogue",
+          p.rank, p.oneSided ? "" : "not ", plans[0].oneSided ? "" : "not"));
+    }
+    if (!p.oneSided && p.hasOneSidedSteps()) {
+      return invalid(fmt::format("rank {} reads peers' memory but its plan is not marked "
+                                 "one-sided (Plan::oneSided): its peers would leave the call "
+                                 "while it reads their buffers",
+                                 p.rank));
+    }
+  }
+  return {};
+}
+
 bool Replay::skipsCopy(int r, const Step& step) const {
   const RankState& st = state_[r];
   return step.op == OpKind::kCopy && !step.finalize &&

@@ -12,6 +12,9 @@
 #include <tuple>
 #include <vector>
 
+#include <string>
+
+#include "transport/peer_memory.hpp"
 #include "transport/transport.hpp"
 
 namespace grove::testing {
@@ -76,6 +79,26 @@ class MemoryWorld {
   std::map<std::tuple<int, int, int>, std::unique_ptr<Connection>> fifos_;
 };
 
+/// Peer memory of ranks that live in one thread: a peer's buffer is read at its own address.
+/// A test makes a rank say it cannot read its peers (one-sided plans then decline).
+class SharedPeerMemory final : public transport::PeerMemory {
+ public:
+  bool canRead = true;
+  bool canReadAllPeers() override { return canRead; }
+  bool mapsAnyMemory() const override { return true; }
+  const char* map(int, const transport::BufferDescriptor& buffer) override {
+    return reinterpret_cast<const char*>(buffer.address);
+  }
+  bool read(int, uint64_t address, void* to, size_t bytes) override {
+    std::memcpy(to, reinterpret_cast<const void*>(address), bytes);
+    return true;
+  }
+  const std::string& readFailure() const override { return none_; }
+
+ private:
+  std::string none_;
+};
+
 /// One rank's view of a MemoryWorld.
 class MemoryTransport final : public transport::Transport {
  public:
@@ -92,12 +115,15 @@ class MemoryTransport final : public transport::Transport {
   void abort(const transport::FailureInfo& info) override { world_.markFailed(rank_, info); }
   int failedPeer() const override { return world_.failedRank(rank_); }
   transport::FailureInfo failure() const override { return world_.failure(failedPeer()); }
+  transport::PeerMemory* peerMemory() override { return &peerMemory_; }
+  SharedPeerMemory& sharedPeerMemory() { return peerMemory_; }
   std::unique_ptr<transport::Transport> split(uint64_t, int, std::span<const int>, int) override {
     throw std::logic_error("MemoryTransport does not split");
   }
 
  private:
   MemoryWorld& world_;
+  SharedPeerMemory peerMemory_;
   const int rank_;
 };
 

@@ -25,8 +25,10 @@ using plan::OpKind;
 /// Several ranks' executions over one MemoryWorld, with float buffers owned here.
 class Cluster {
  public:
-  Cluster(int nranks, size_t tileElems, uint32_t depth)
-      : tileElems_(tileElems), world_(nranks, tileElems * sizeof(float), depth) {
+  /// Slots hold one tile, or `slotBytes` when given (one-sided plans' hellos need 104).
+  Cluster(int nranks, size_t tileElems, uint32_t depth, size_t slotBytes = 0)
+      : tileElems_(tileElems),
+        world_(nranks, slotBytes > 0 ? slotBytes : tileElems * sizeof(float), depth) {
     for (int r = 0; r < nranks; ++r) {
       ranks_.push_back(std::make_unique<Rank>(world_, r));
     }
@@ -53,6 +55,13 @@ class Cluster {
       buffers.scratch = {bytes(rank.scratch), count, k};
       buffers.nranks = static_cast<int>(ranks_.size());
       buffers.tileElems = tileElems_;
+      // One-sided plans: the buffers as peers find them, and staging for their reductions.
+      buffers.inputDescriptor = {reinterpret_cast<uintptr_t>(bytes(rank.input)),
+                                 rank.input.size() * sizeof(float)};
+      buffers.outputDescriptor = {reinterpret_cast<uintptr_t>(bytes(rank.output)),
+                                  rank.output.size() * sizeof(float)};
+      rank.staging.resize(exec::OneSided::stagingBytes());
+      buffers.staging = rank.staging.data();
       rank.execution.start(rank.bound, buffers);
     }
   }
@@ -82,6 +91,18 @@ class Cluster {
   }
 
   exec::Execution& execution(int r) { return ranks_[static_cast<size_t>(r)]->execution; }
+  /// Every rank's error and wait point, for failure messages.
+  std::string errors() const {
+    std::string text;
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      const exec::WaitPoint w = ranks_[r]->execution.waitPoint();
+      text += "rank " + std::to_string(r) + ": '" + ranks_[r]->execution.error() + "' waits on " +
+              std::to_string(w.peer) + " channel " + std::to_string(w.channel) + " step " +
+              std::to_string(w.step) + (w.what != nullptr ? std::string(" ") + w.what : "") +
+              "\n";
+    }
+    return text;
+  }
   testing::MemoryTransport& transport(int r) { return ranks_[static_cast<size_t>(r)]->transport; }
   const std::vector<float>& output(int r) const { return ranks_[static_cast<size_t>(r)]->output; }
   const std::vector<float>& input(int r) const { return ranks_[static_cast<size_t>(r)]->input; }
@@ -92,6 +113,7 @@ class Cluster {
     Rank(testing::MemoryWorld& world, int r) : transport(world, r) {}
     testing::MemoryTransport transport;
     std::vector<float> input, output, scratch;
+    std::vector<char> staging;
     exec::BoundPlan bound;
     exec::Execution execution;
   };
@@ -206,14 +228,109 @@ TEST(Executor, EveryPlanAllReduceWithoutTopology) {
     if (algorithm.collective != plan::Collective::kAllReduce) continue;
     for (int n : {2, 3, 5}) {
       plan::PlanRequest request{plan::Collective::kAllReduce, n, 0, -1, 37};
-      std::string why;
-      if (!algorithm.applies(request, &why)) continue;
+      if (!algorithm.applies(request).ok()) continue;
       expectAllReduce(algorithm, n, 37, 5);
       ran.insert(std::string(algorithm.name));
     }
   }
   for (const char* name : {"ring", "recursive_doubling", "one_shot", "double_binary_tree"}) {
     EXPECT_EQ(ran.count(name), 1u) << name;
+  }
+}
+
+/// Every rank's plan of the one-sided `collective` (algo/direct.cpp) for `count`.
+std::vector<plan::Plan> directPlans(plan::Collective collective, int n, size_t count,
+                                    int root = -1) {
+  const algo::Algorithm* direct = algo::findAlgorithm(collective, "direct");
+  EXPECT_NE(direct, nullptr);
+  std::vector<plan::Plan> plans;
+  for (int r = 0; r < n; ++r) {
+    plan::PlanRequest request{collective, n, r, root, count};
+    request.peerMemory = true;
+    plans.push_back(direct->build(request));
+  }
+  return plans;
+}
+
+TEST(Executor, OneSidedPlansReadPeersInPlaceWithExactResults) {
+  for (int n : {2, 3, 5}) {
+    for (size_t count : {size_t{1}, size_t{7}, size_t{100}}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " count=" << count);
+      std::vector<std::vector<float>> inputs;
+      std::vector<float> sum(count, 0.0f);
+      for (int r = 0; r < n; ++r) {
+        inputs.push_back(ramp(count * static_cast<size_t>(n), static_cast<float>(r + 1)));
+        for (size_t i = 0; i < count; ++i) sum[i] += inputs.back()[i];
+      }
+      {  // allreduce: tiles of 4 split every chunk of 100 (one chunk per rank)
+        Cluster cluster(n, 4, 2, 4096);
+        cluster.start(directPlans(plan::Collective::kAllReduce, n, count), count, inputs);
+        ASSERT_TRUE(cluster.runToEnd()) << cluster.errors();
+        for (int r = 0; r < n; ++r) EXPECT_EQ(cluster.output(r), sum) << "allreduce rank " << r;
+      }
+      {  // reducescatter: rank r reduces block r of every input
+        Cluster cluster(n, 4, 2, 4096);
+        cluster.start(directPlans(plan::Collective::kReduceScatter, n, count), count, inputs);
+        ASSERT_TRUE(cluster.runToEnd()) << cluster.errors();
+        for (int r = 0; r < n; ++r) {
+          std::vector<float> block(count, 0.0f);
+          for (int q = 0; q < n; ++q) {
+            for (size_t i = 0; i < count; ++i) block[i] += inputs[q][r * count + i];
+          }
+          EXPECT_EQ(cluster.output(r), block) << "reducescatter rank " << r;
+        }
+      }
+      {  // allgather: block q of every output is rank q's input
+        Cluster cluster(n, 4, 2, 4096);
+        cluster.start(directPlans(plan::Collective::kAllGather, n, count), count, inputs);
+        ASSERT_TRUE(cluster.runToEnd()) << cluster.errors();
+        std::vector<float> gathered;
+        for (int q = 0; q < n; ++q) {
+          gathered.insert(gathered.end(), inputs[q].begin(), inputs[q].begin() + count);
+        }
+        for (int r = 0; r < n; ++r) EXPECT_EQ(cluster.output(r), gathered) << "allgather " << r;
+      }
+      {  // broadcast from the last rank, which reads nothing but still waits for its readers
+        Cluster cluster(n, 4, 2, 4096);
+        cluster.start(directPlans(plan::Collective::kBroadcast, n, count, n - 1), count, inputs);
+        ASSERT_TRUE(cluster.runToEnd()) << cluster.errors();
+        const std::vector<float> root(inputs[n - 1].begin(), inputs[n - 1].begin() + count);
+        for (int r = 0; r < n; ++r) EXPECT_EQ(cluster.output(r), root) << "broadcast " << r;
+      }
+    }
+  }
+}
+
+TEST(Executor, OneSidedRootWaitsInItsEpilogueUntilEveryReaderIsDone) {
+  Cluster cluster(3, 4, 4, 4096);
+  cluster.start(directPlans(plan::Collective::kBroadcast, 3, 10, 0), 10,
+                {ramp(10, 1), {}, {}});
+  // The root sends its hellos, takes none yet, and cannot return before its readers.
+  EXPECT_EQ(cluster.advance(0), Progress::kMoved);
+  EXPECT_EQ(cluster.advance(0), Progress::kBlocked);
+  EXPECT_EQ(cluster.execution(0).waitPoint().peer, 1);
+  EXPECT_STREQ(cluster.execution(0).waitPoint().what,
+               "its buffer descriptors, the one-sided prologue");
+  EXPECT_EQ(cluster.advance(1), Progress::kMoved);  // hellos sent; rank 2's still missing
+  EXPECT_EQ(cluster.advance(2), Progress::kMoved);  // all hellos in; read; done sent
+  EXPECT_EQ(cluster.advance(0), Progress::kMoved);  // steps (the copy) done; waits in epilogue
+  EXPECT_STREQ(cluster.execution(0).waitPoint().what,
+               "it to finish reading this rank's buffers, the one-sided epilogue");
+  EXPECT_EQ(cluster.execution(0).waitPoint().peer, 1);
+  ASSERT_TRUE(cluster.runToEnd()) << cluster.errors();
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(cluster.output(r), ramp(10, 1)) << "rank " << r;
+}
+
+TEST(Executor, OneSidedPlanDeclinesOnEveryRankWhenOneCannotReadItsPeers) {
+  Cluster cluster(3, 4, 4, 4096);
+  cluster.transport(2).sharedPeerMemory().canRead = false;
+  cluster.start(directPlans(plan::Collective::kAllReduce, 3, 9), 9,
+                {ramp(9, 1), ramp(9, 2), ramp(9, 3)});
+  ASSERT_TRUE(cluster.runToEnd()) << cluster.errors();
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_TRUE(cluster.execution(r).declined()) << "rank " << r;
+    EXPECT_EQ(cluster.execution(r).declineReason(), "a rank cannot read its peers' memory");
+    EXPECT_EQ(cluster.output(r), std::vector<float>(9, -1.0f)) << "rank " << r << " wrote";
   }
 }
 

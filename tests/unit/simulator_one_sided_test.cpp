@@ -126,8 +126,8 @@ TEST(SimulatorOneSided, GetOfOneTileIsPrologueOverheadBytesLatencyEpilogue) {
   std::vector<plan::Plan> plans{emptyPlan(Collective::kBroadcast, 0, 2),
                                 emptyPlan(Collective::kBroadcast, 1, 2)};
   plans[1].channels.push_back({{get(0, in(0), out(0))}});
-  ASSERT_TRUE(plans[1].oneSided());
-  ASSERT_FALSE(plans[0].oneSided());
+  ASSERT_TRUE(plans[1].hasOneSidedSteps());
+  ASSERT_FALSE(plans[0].hasOneSidedSteps());
   // Prologue L, get o + S / B + L, epilogue L.
   const Prediction p = simulate(plans, t, options(4000));
   EXPECT_NEAR(p.timeUs, latency + 0.5 + 4000 / 1e4 + latency + latency, kTol);
@@ -159,7 +159,7 @@ TEST(SimulatorOneSided, SignalAndWaitAreEmptyMessagesHoldingFifoSlots) {
                                 emptyPlan(Collective::kBroadcast, 1, 2)};
   plans[0].channels.push_back({{signal(1, in(0)), signal(1, in(0))}});
   plans[1].channels.push_back({{wait(0, in(0)), wait(0, in(0))}});
-  ASSERT_FALSE(plans[0].oneSided());
+  ASSERT_FALSE(plans[0].hasOneSidedSteps());
   // Depth 4: signals at 0 and 0.5 arrive at 2.5 and 3; the waits take o each.
   SimOptions o = options(4000);
   Prediction p = simulate(plans, t, o);
@@ -186,7 +186,7 @@ TEST(SimulatorOneSided, DirectAllReduceOnThreeRanksMatchesHandComputation) {
   const size_t bytes = n * kTile;
   const auto plans = directPlans(Collective::kAllReduce, n, bytes / 4);
   ASSERT_EQ(plans.size(), 3u);
-  ASSERT_TRUE(plans[0].oneSided());
+  ASSERT_TRUE(plans[0].hasOneSidedSteps());
   const double c = static_cast<double>(kTile);
   // Every rank alike (each arc q -> r carries only r's reads of q, never two at once):
   //   prologue                                   L

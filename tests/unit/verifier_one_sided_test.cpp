@@ -72,6 +72,7 @@ Plan shape(Collective collective, int r, int n, uint32_t k, uint32_t inBlocks, u
   p.inputBlocks = inBlocks;
   p.outputBlocks = outBlocks;
   p.scratchBlocks = scratchBlocks;
+  p.oneSided = true;
   p.channels.emplace_back();
   return p;
 }
@@ -314,6 +315,16 @@ TEST(VerifierOneSided, InPlaceSelfCopyIsNoAccess) {
   expectError(check(plans, true),
               "rank 2 channel 0 step 4 (copy scratch[0] -> out[2], tile 0) writes out[2] while "
               "rank 0 channel 0 step 2 (get from 2 in[0] -> out[2], tile 0) may still read it");
+}
+
+TEST(VerifierOneSided, EveryRankOfAOneSidedCallIsMarkedOneSided) {
+  // The broadcast root reads nothing, yet it must run the prologue and epilogue.
+  std::vector<Plan> plans = direct(Collective::kBroadcast, 3, 0);
+  ASSERT_FALSE(plans[0].hasOneSidedSteps());
+  plans[0].oneSided = false;
+  expectError(check(plans), "rank 1's plan is one-sided but rank 0's is not");
+  for (Plan& p : plans) p.oneSided = false;
+  expectError(check(plans), "rank 1 reads peers' memory but its plan is not marked one-sided");
 }
 
 }  // namespace
