@@ -37,6 +37,7 @@ struct PlanOptions {
   std::string type = "float";
   std::string algorithm;
   int fifoDepth = static_cast<int>(common::defaultInteger(common::Param::kFifoDepth));
+  int peerMemory = 1;
   // --topo and the flags that only make sense with it.
   std::string topo;
   std::string size;
@@ -130,6 +131,13 @@ void runPlan(const PlanOptions& options) {
   plan::PlanRequest request{
       collective, options.nranks, 0, rooted ? options.root : -1, parseCount(options.count),
       *type,      ReduceOp::kSum};
+  // As a communicator decides (core/collective_call.cpp): ranks on one host that read each
+  // other's buffers, unless GROVE_DIRECT=0 or --peer-memory 0 says otherwise.
+  request.peerMemory =
+      options.peerMemory != 0 &&
+      common::resolveParameter(common::spec(common::Param::kDirect), {}).number != 0;
+  request.oneSidedMinBytes = static_cast<size_t>(
+      common::resolveParameter(common::spec(common::Param::kDirectMinBytes), {}).number);
   algo::Selection selection =
       algo::select(request, options.algorithm, environmentAlgo(), environmentCostParams());
   std::printf("# %s of %zu %s elements on %d ranks\n# choice: %s\n", plan::toString(collective),
@@ -179,6 +187,10 @@ void addPlanCommand(CLI::App& app) {
   command->add_option("-d,--type", options->type, "Element type")->capture_default_str();
   command->add_option("-A,--algo", options->algorithm,
                       "Force an algorithm (default: GROVE_ALGO, else the cheapest)");
+  command->add_option("--peer-memory", options->peerMemory,
+                      "1: the ranks share a host and read each other's buffers (the direct "
+                      "path may apply, as under grove run); 0: they do not (across hosts)")
+      ->capture_default_str();
   command->add_option("--fifo-depth", options->fifoDepth, "FIFO slots the verifier models")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));

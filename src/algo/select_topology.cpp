@@ -139,6 +139,7 @@ double predictedUs(const Algorithm& algorithm, const plan::PlanRequest& request,
         plans.push_back(algorithm.build(other));
       }
       model::SimOptions sized = options;
+      if (!plans.empty() && plans[0].oneSided) sized.tileBytes = plan::kOneSidedTileBytes;
       sized.bytes = count * elementSize;
       sized.elementSize = elementSize;
       entry.timeUs = model::simulate(plans, topology, sized).timeUs;

@@ -9,22 +9,32 @@
 #include <mutex>
 #include <string>
 
+#include "common/parameters.hpp"
+#include "grove/error.hpp"
+
 namespace grove::log {
 namespace {
 
-Level parseLevel(const char* text) {
-  if (text == nullptr) return Level::kWarn;
-  std::string value(text);
-  for (char& c : value) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
-  if (value == "NONE") return Level::kNone;
-  if (value == "VERSION") return Level::kVersion;
-  if (value == "WARN") return Level::kWarn;
-  if (value == "INFO") return Level::kInfo;
-  if (value == "TRACE") return Level::kTrace;
-  return Level::kWarn;
+// The table's GROVE_DEBUG choices, in order: NONE|VERSION|WARN|INFO|TRACE.
+constexpr Level kLevels[] = {Level::kNone, Level::kVersion, Level::kWarn, Level::kInfo,
+                             Level::kTrace};
+
+// GROVE_DEBUG and GROVE_DEBUG_FILE are read once per process, through the parameter table. A
+// value the table rejects must not take the process down (logging is set up lazily, from
+// anywhere): it is reported on stderr, naming the variable and what it expects, and the
+// default is used instead.
+common::ParamValue processParameter(common::Param param) {
+  const common::ParamSpec& spec = common::spec(param);
+  try {
+    return common::resolveParameter(spec, {});
+  } catch (const Error& error) {
+    std::fprintf(stderr, "%s; using the default\n", error.what());
+    return common::parseParameter(spec, "", common::ParamSource::kDefault);
+  }
 }
 
-std::string expandPath(const char* pattern) {
+std::string expandPath(const std::string& text) {
+  const char* pattern = text.c_str();
   std::string path;
   for (const char* p = pattern; *p != '\0'; ++p) {
     if (p[0] == '%' && p[1] == 'h') {
@@ -44,8 +54,8 @@ std::string expandPath(const char* pattern) {
 
 struct Sink {
   Sink() {
-    if (const char* file = getenv("GROVE_DEBUG_FILE"))
-      stream = fopen(expandPath(file).c_str(), "a");
+    const common::ParamValue file = processParameter(common::Param::kDebugFile);
+    if (file.isSet()) stream = fopen(expandPath(file.text).c_str(), "a");
     if (stream == nullptr) stream = stderr;
     gethostname(host, sizeof(host) - 1);
   }
@@ -78,7 +88,7 @@ const char* levelName(Level at) {
 }  // namespace
 
 Level level() {
-  static const Level value = parseLevel(getenv("GROVE_DEBUG"));
+  static const Level value = kLevels[processParameter(common::Param::kDebug).number];
   return value;
 }
 

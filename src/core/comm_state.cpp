@@ -84,9 +84,13 @@ const algo::Algorithm& CommState::chooseAlgorithm(const plan::PlanRequest& asked
   // cached choice must be the same whoever asks first, on every rank.
   plan::PlanRequest request = asked;
   request.topology = topology_.get();
-  SelectionKey key{
-      static_cast<int>(request.collective), request.count, static_cast<int>(request.type),
-      static_cast<int>(request.op),         request.root,  std::string(forced)};
+  SelectionKey key{static_cast<int>(request.collective),
+                   request.count,
+                   static_cast<int>(request.type),
+                   static_cast<int>(request.op),
+                   request.root,
+                   request.peerMemory,
+                   std::string(forced)};
   auto found = selections_.find(key);
   if (found != selections_.end()) return *found->second;
   algo::CostParams params;
@@ -189,6 +193,8 @@ void CommState::start(Operation& op) {
 
 void CommState::runFallback(Operation& op) {
   const Operation::Fallback fallback = std::exchange(op.fallback, {});
+  GROVE_ENFORCE(fallback.plan != nullptr && !fallback.plan->oneSided, "operation", op.sequence,
+                "has no fallback plan");
   usePlan(op, *fallback.plan, fallback.algorithm, fallback.tileElems);
   startPlan(op);
 }

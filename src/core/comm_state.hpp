@@ -147,7 +147,9 @@ class CommState {
   int groupDepth_ = 0;
   std::vector<std::shared_ptr<Operation>> grouped_;
 
-  using SelectionKey = std::tuple<int, size_t, int, int, int, std::string>;
+  // (collective, count, type, op, root, peer memory, forced algorithm): a call's choice and
+  // its fallback without peer memory are cached apart.
+  using SelectionKey = std::tuple<int, size_t, int, int, int, bool, std::string>;
   std::map<SelectionKey, const algo::Algorithm*> selections_;
   std::map<std::pair<const algo::Algorithm*, int>, std::unique_ptr<exec::BoundPlan>> plans_;
 

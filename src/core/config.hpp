@@ -64,7 +64,7 @@ struct Config {
   int faultRank = -1;
 
   /// GROVE_DIRECT (default 1): single-host allreduce, reducescatter, allgather and broadcast
-  /// of at least directMinBytes read the peers' buffers in place (exec/direct.hpp) when every
+  /// of at least directMinBytes read the peers' buffers in place (algo/direct.cpp) when every
   /// rank is on this host and every buffer a peer reads can be mapped (threads; processes:
   /// memory from grove::allocate) — allgather and broadcast also when buffers must be copied
   /// by the kernel (process_vm_readv), which beats the FIFOs for them. 2: kernel copies for

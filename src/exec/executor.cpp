@@ -19,9 +19,9 @@ BoundPlan BoundPlan::bind(plan::Plan plan, transport::Transport& transport) {
   return bound;
 }
 
-void BoundPlan::rebind(transport::Transport& transport) {
+void BoundPlan::rebind(transport::Transport& via) {
   oneSided = plan.oneSided;
-  this->transport = &transport;
+  transport = &via;
   const auto n = static_cast<size_t>(plan.nranks);
   peerSend.assign(oneSided ? n : 0, nullptr);
   peerRecv.assign(oneSided ? n : 0, nullptr);
@@ -30,8 +30,8 @@ void BoundPlan::rebind(transport::Transport& transport) {
   if (oneSided) {
     for (int q = 0; q < plan.nranks; ++q) {
       if (q == plan.rank) continue;
-      peerSend[static_cast<size_t>(q)] = &transport.sendFifo(q, 0);
-      peerRecv[static_cast<size_t>(q)] = &transport.recvFifo(q, 0);
+      peerSend[static_cast<size_t>(q)] = &via.sendFifo(q, 0);
+      peerRecv[static_cast<size_t>(q)] = &via.recvFifo(q, 0);
     }
     for (const plan::Channel& channel : plan.channels) {
       for (const plan::Step& step : channel.steps) {
@@ -50,8 +50,8 @@ void BoundPlan::rebind(transport::Transport& transport) {
     channels[c].clear();
     for (const plan::Step& step : plan.channels[c].steps) {
       BoundStep resolved{step};
-      if (plan::receives(step.op)) resolved.recv = &transport.recvFifo(step.recvPeer, step.lane);
-      if (plan::sends(step.op)) resolved.send = &transport.sendFifo(step.sendPeer, step.lane);
+      if (plan::receives(step.op)) resolved.recv = &via.recvFifo(step.recvPeer, step.lane);
+      if (plan::sends(step.op)) resolved.send = &via.sendFifo(step.sendPeer, step.lane);
       channels[c].push_back(resolved);
     }
   }

@@ -49,7 +49,7 @@ struct BoundPlan {
   static BoundPlan bind(plan::Plan plan, transport::Transport& transport);
   /// Resolves `plan` (changed in place) again, reusing this binding's storage: for plans
   /// built per call (point-to-point batches).
-  void rebind(transport::Transport& transport);
+  void rebind(transport::Transport& via);
 };
 
 /// The memory and arithmetic of one call.

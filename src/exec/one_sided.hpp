@@ -42,10 +42,7 @@ struct BoundPlan;
 struct CallBuffers;
 enum class Progress;
 
-/// Tile of one-sided plans, in bytes. Allreduce's peers copy each reduced tile while it is
-/// still in the cache of the rank that reduced it (docs/tuning.md, "direct"), so tiles are
-/// larger than FIFO slots but well below a cache's size.
-inline constexpr size_t kOneSidedTileBytes = 512 * 1024;
+using plan::kOneSidedTileBytes;
 
 class OneSided {
  public:

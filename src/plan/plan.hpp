@@ -22,6 +22,7 @@
 // delivered in order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -140,6 +141,12 @@ struct Step {
 struct Channel {
   std::vector<Step> steps;
 };
+
+/// Tile of one-sided plans, in bytes (the executor runs them in tiles of this size, the
+/// simulator models them so). Allreduce's peers copy each reduced tile while it is still in
+/// the cache of the rank that reduced it (docs/tuning.md, "direct"), so tiles are larger
+/// than FIFO slots but well below a cache's size.
+inline constexpr size_t kOneSidedTileBytes = 512 * 1024;
 
 /// One rank's plan for one call shape.
 struct Plan {

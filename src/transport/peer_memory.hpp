@@ -1,5 +1,5 @@
 // Reading a local peer's memory in place: what grove's single-host zero-copy collectives
-// (exec/direct.hpp) are built on.
+// (exec/one_sided.hpp) are built on.
 //
 // A rank describes each buffer of a call with a BufferDescriptor and sends it to its peers.
 // A peer then reaches the buffer one of two ways:

@@ -12,6 +12,7 @@
 #include "algo/registry.hpp"
 #include "grove/error.hpp"
 #include "model/simulator.hpp"
+#include "support/test_topologies.hpp"
 
 namespace grove::model {
 namespace {
@@ -23,43 +24,11 @@ using plan::OpKind;
 constexpr double kTol = 1e-9;
 constexpr size_t kTile = 512 * 1024;  // The one-sided tile callers pass (exec's constant).
 
-topo::Topology ranksOnly(int n) {
-  topo::Topology t;
-  t.name = "test";
-  for (int r = 0; r < n; ++r) {
-    t.vertices.push_back({topo::VertexKind::kRank, "r" + std::to_string(r), r, "", -1});
-  }
-  return t;
-}
-
-void link(topo::Topology& t, int a, int b, double gbps, double latencyUs) {
-  t.arcs.push_back({a, b, gbps, latencyUs, topo::LinkKind::kNvlink, ""});
-  t.arcs.push_back({b, a, gbps, latencyUs, topo::LinkKind::kNvlink, ""});
-}
-
-topo::Topology fullMesh(int n, double gbps, double latencyUs) {
-  topo::Topology t = ranksOnly(n);
-  for (int a = 0; a < n; ++a) {
-    for (int b = a + 1; b < n; ++b) link(t, a, b, gbps, latencyUs);
-  }
-  return t;
-}
-
-/// n ranks, each linked only to one switch vertex (index n).
-topo::Topology star(int n, double gbps, double latencyUs) {
-  topo::Topology t = ranksOnly(n);
-  t.vertices.push_back({topo::VertexKind::kSwitch, "sw0", -1, "", -1});
-  for (int r = 0; r < n; ++r) link(t, r, n, gbps, latencyUs);
-  return t;
-}
-
-plan::Plan emptyPlan(Collective collective, int rank, int n) {
-  plan::PlanRequest request;
-  request.collective = collective;
-  request.rank = rank;
-  request.nranks = n;
-  return makePlan(request, "hand", 1, 1, 1);
-}
+using testing::emptyPlan;
+using testing::fullMesh;
+using testing::link;
+using testing::ranksOnly;
+using testing::star;
 
 plan::Step get(int from, plan::ChunkRef src, plan::ChunkRef dst) {
   plan::Step s;

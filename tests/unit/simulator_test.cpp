@@ -16,6 +16,7 @@
 #include "algo/registry.hpp"
 #include "algo/select_topology.hpp"
 #include "grove/error.hpp"
+#include "support/test_topologies.hpp"
 
 namespace grove::model {
 namespace {
@@ -25,44 +26,11 @@ using plan::Collective;
 
 constexpr double kTol = 1e-9;
 
-topo::Topology ranksOnly(int n) {
-  topo::Topology t;
-  t.name = "test";
-  for (int r = 0; r < n; ++r) {
-    t.vertices.push_back({topo::VertexKind::kRank, "r" + std::to_string(r), r, "", -1});
-  }
-  return t;
-}
-
-void link(topo::Topology& t, int a, int b, double gbps, double latencyUs) {
-  t.arcs.push_back({a, b, gbps, latencyUs, topo::LinkKind::kNvlink, ""});
-  t.arcs.push_back({b, a, gbps, latencyUs, topo::LinkKind::kNvlink, ""});
-}
-
-/// n ranks, every pair linked directly.
-topo::Topology fullMesh(int n, double gbps, double latencyUs) {
-  topo::Topology t = ranksOnly(n);
-  for (int a = 0; a < n; ++a) {
-    for (int b = a + 1; b < n; ++b) link(t, a, b, gbps, latencyUs);
-  }
-  return t;
-}
-
-/// n ranks, each linked only to one switch vertex (index n).
-topo::Topology star(int n, double gbps, double latencyUs) {
-  topo::Topology t = ranksOnly(n);
-  t.vertices.push_back({topo::VertexKind::kSwitch, "sw0", -1, "", -1});
-  for (int r = 0; r < n; ++r) link(t, r, n, gbps, latencyUs);
-  return t;
-}
-
-plan::Plan emptyPlan(Collective collective, int rank, int n) {
-  plan::PlanRequest request;
-  request.collective = collective;
-  request.rank = rank;
-  request.nranks = n;
-  return makePlan(request, "hand", 1, 1, 1);
-}
+using testing::emptyPlan;
+using testing::fullMesh;
+using testing::link;
+using testing::ranksOnly;
+using testing::star;
 
 std::vector<plan::Plan> plansOf(const algo::Algorithm& algorithm, Collective collective, int n,
                                 int root = -1) {
