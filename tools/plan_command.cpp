@@ -187,9 +187,10 @@ void addPlanCommand(CLI::App& app) {
   command->add_option("-d,--type", options->type, "Element type")->capture_default_str();
   command->add_option("-A,--algo", options->algorithm,
                       "Force an algorithm (default: GROVE_ALGO, else the cheapest)");
-  command->add_option("--peer-memory", options->peerMemory,
-                      "1: the ranks share a host and read each other's buffers (the direct "
-                      "path may apply, as under grove run); 0: they do not (across hosts)")
+  command
+      ->add_option("--peer-memory", options->peerMemory,
+                   "1: the ranks share a host and read each other's buffers (the direct "
+                   "path may apply, as under grove run); 0: they do not (across hosts)")
       ->capture_default_str();
   command->add_option("--fifo-depth", options->fifoDepth, "FIFO slots the verifier models")
       ->capture_default_str()

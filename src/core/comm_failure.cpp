@@ -11,7 +11,6 @@ namespace grove::detail {
 
 using Clock = std::chrono::steady_clock;
 
-
 std::string CommState::waitDescription(const Operation& op) const {
   exec::WaitPoint point = op.execution.waitPoint();
   if (point.what != nullptr) {

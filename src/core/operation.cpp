@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-
 namespace grove::detail {
 
 void Operation::reset() {

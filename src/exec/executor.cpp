@@ -133,8 +133,8 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
   size_t bytes = plan::signals(step.op) ? 0 : elements * elementBytes_;
 
   const transport::MessageTag& mine = buffers_.chunkTags != nullptr
-                                         ? buffers_.chunkTags[plan::messageChunk(step).chunk]
-                                         : buffers_.tag;
+                                          ? buffers_.chunkTags[plan::messageChunk(step).chunk]
+                                          : buffers_.tag;
   const void* in = nullptr;
   if (plan::receives(step.op)) {
     size_t inBytes = 0;

@@ -214,8 +214,7 @@ void OneSided::decide() {
     if ((readKinds & bit(BufferKind::kInput)) != 0 && input.address != 0 && input.region == 0) {
       allRegistered = false;
     }
-    if ((readKinds & bit(BufferKind::kOutput)) != 0 && output.address != 0 &&
-        output.region == 0) {
+    if ((readKinds & bit(BufferKind::kOutput)) != 0 && output.address != 0 && output.region == 0) {
       allRegistered = false;
     }
   }

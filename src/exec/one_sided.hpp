@@ -71,8 +71,8 @@ class OneSided {
   /// to[0, elements) = ⊕ over every rank q in rank order of `elements` elements at byte
   /// `offset` of q's buffer `buffer` (this rank's own at `own`), finalized when `finalize`;
   /// false when a peer's memory could not be read.
-  bool reduceAll(plan::BufferKind buffer, size_t offset, size_t elements, const char* own,
-                 char* to, bool finalize);
+  bool reduceAll(plan::BufferKind buffer, size_t offset, size_t elements, const char* own, char* to,
+                 bool finalize);
   /// After get or reduceAll returned false: kBlocked during the grace period (waitingFor()
   /// names the peer), then kFailed with the read error.
   Progress unreadable();

@@ -115,8 +115,9 @@ Prediction simulate(const std::vector<plan::Plan>& plans, const topo::Topology& 
   }
   // A one-sided call: rank r starts once every peer's prologue message has arrived, and
   // finishes once every peer's epilogue message, sent after that peer's last step, has.
-  const bool oneSided =
-      std::any_of(plans.begin(), plans.end(), [](const plan::Plan& p) { return p.oneSided || p.hasOneSidedSteps(); });
+  const bool oneSided = std::any_of(plans.begin(), plans.end(), [](const plan::Plan& p) {
+    return p.oneSided || p.hasOneSidedSteps();
+  });
   const auto un = static_cast<size_t>(n);
   std::vector<double> latencyUs(un * un, 0.0);  // From rank a to rank b at a * n + b.
   std::vector<double> startUs(un, 0.0);

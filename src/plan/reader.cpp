@@ -65,8 +65,8 @@ class Line {
     const char* end = token.data() + token.size();
     auto [ptr, ec] = std::from_chars(token.data(), end, *value);
     if (token.empty() || ec != std::errc() || ptr != end) {
-      return fail(std::string(what) + " must be a decimal integer, found '" +
-                  std::string(token) + "'");
+      return fail(std::string(what) + " must be a decimal integer, found '" + std::string(token) +
+                  "'");
     }
     if (*value < lo || *value > hi) {
       return fail(std::string(what) + " " + std::to_string(*value) + " is out of range [" +

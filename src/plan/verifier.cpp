@@ -29,7 +29,8 @@ Status Replay::checkFifosEmpty() const {
   const auto lane = static_cast<uint16_t>(firstKey & 0xffff);
   const auto from = static_cast<int>((firstKey >> 16) / static_cast<uint64_t>(nranks_));
   const auto to = static_cast<int>((firstKey >> 16) % static_cast<uint64_t>(nranks_));
-  return Status::failure(ErrorCode::kInvalidArgument, 
+  return Status::failure(
+      ErrorCode::kInvalidArgument,
       fmt::format("unmatched send: {} sent a message to rank {} on lane {} that no step of rank {} "
                   "receives ({} message(s) left on that connection)",
                   where(from, first->channel, static_cast<uint32_t>(first->step), first->tile), to,
@@ -47,8 +48,8 @@ Status Replay::checkOutputs() const {
     const Plan& p = plans_[r];
     const RankState& st = state_[r];
     for (uint32_t o = 0; o < p.chunks(BufferKind::kOutput); ++o) {
-      const Expectation expected = pointToPoint.empty() ? expectedOutput(p, o)
-                                                        : pointToPoint[static_cast<size_t>(r)][o];
+      const Expectation expected =
+          pointToPoint.empty() ? expectedOutput(p, o) : pointToPoint[static_cast<size_t>(r)][o];
       if (expected.kind == Expectation::Kind::kUnchecked) continue;
       for (uint32_t t = 0; t < tiles_; ++t) {
         const size_t at = size_t{st.cellOf[static_cast<int>(BufferKind::kOutput)][o]} * tiles_ + t;
@@ -62,7 +63,8 @@ Status Replay::checkOutputs() const {
                                toText(stepAt(r, wc, static_cast<uint32_t>(access.writerStep))));
         }
         if (!value.defined) {
-          return Status::failure(ErrorCode::kInvalidArgument, 
+          return Status::failure(
+              ErrorCode::kInvalidArgument,
               fmt::format("{} was never written; expected {}", name, describe(expected.items)));
         }
         if (expected.kind == Expectation::Kind::kEveryRank) {
@@ -72,8 +74,9 @@ Status Replay::checkOutputs() const {
           }
           for (int q = 0; q < nranks_; ++q) {
             if (!present[static_cast<size_t>(q)]) {
-              return Status::failure(ErrorCode::kInvalidArgument, fmt::format("{} lacks the token of rank {}: holds {}{}", name,
-                                                q, describe(value.items), writer));
+              return Status::failure(ErrorCode::kInvalidArgument,
+                                     fmt::format("{} lacks the token of rank {}: holds {}{}", name,
+                                                 q, describe(value.items), writer));
             }
           }
           continue;
@@ -88,12 +91,14 @@ Status Replay::checkOutputs() const {
           std::string detail;
           if (!missing.empty()) detail += "; missing contribution(s) " + describe(missing, 4);
           if (!extra.empty()) detail += "; unexpected contribution(s) " + describe(extra, 4);
-          return Status::failure(ErrorCode::kInvalidArgument, fmt::format("{} holds {}, expected {}{}{}", name,
-                                            describe(value.items), describe(expected.items), detail,
-                                            writer));
+          return Status::failure(
+              ErrorCode::kInvalidArgument,
+              fmt::format("{} holds {}, expected {}{}{}", name, describe(value.items),
+                          describe(expected.items), detail, writer));
         }
         if (expected.finalized && !value.finalized) {
-          return Status::failure(ErrorCode::kInvalidArgument, 
+          return Status::failure(
+              ErrorCode::kInvalidArgument,
               fmt::format("{} holds every contribution but was never finalized: mark "
                           "the step that completes it with finalize{}",
                           name, writer));

@@ -58,10 +58,11 @@ Status checkOneSidedAgreement(const std::vector<Plan>& plans) {
           p.rank, p.oneSided ? "" : "not ", plans[0].oneSided ? "" : "not"));
     }
     if (!p.oneSided && p.hasOneSidedSteps()) {
-      return invalid(fmt::format("rank {} reads peers' memory but its plan is not marked "
-                                 "one-sided (Plan::oneSided): its peers would leave the call "
-                                 "while it reads their buffers",
-                                 p.rank));
+      return invalid(
+          fmt::format("rank {} reads peers' memory but its plan is not marked "
+                      "one-sided (Plan::oneSided): its peers would leave the call "
+                      "while it reads their buffers",
+                      p.rank));
     }
   }
   return {};

@@ -28,7 +28,6 @@
 #include "grove/memory.hpp"
 #include "multirank/harness.hpp"
 
-
 namespace grove::mr {
 namespace {
 

@@ -287,12 +287,12 @@ TEST(MessageTag, ChecksumCatchesACorruptedPayloadAndNamesTheLink) {
   // Untagged messages and checksum-less tags pass; another call's tag is a usage error.
   transport::MessageTag other = mine;
   other.call = 5;
-  EXPECT_TRUE(
-      exec::checkReceived(mine, other, payload.data(), payload.size(), 2, 1, false).ok());
+  EXPECT_TRUE(exec::checkReceived(mine, other, payload.data(), payload.size(), 2, 1, false).ok());
   problem = exec::checkReceived(mine, other, payload.data(), payload.size(), 2, 1);
   EXPECT_EQ(problem.code(), ErrorCode::kInvalidUsage);
-  EXPECT_THAT(problem.message(), HasSubstr("(call number differs): rank 2 sent a message of its allreduce, "
-                                 "collective #5 (count 1024 float sum, algorithm none)"));
+  EXPECT_THAT(problem.message(),
+              HasSubstr("(call number differs): rank 2 sent a message of its allreduce, "
+                        "collective #5 (count 1024 float sum, algorithm none)"));
 }
 
 }  // namespace

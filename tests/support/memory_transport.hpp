@@ -9,10 +9,9 @@
 #include <memory>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
-
-#include <string>
 
 #include "transport/peer_memory.hpp"
 #include "transport/transport.hpp"

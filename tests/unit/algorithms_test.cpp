@@ -172,8 +172,8 @@ TEST_P(AlgorithmTest, PlansFollowTheLayoutConventions) {
               EXPECT_NE(step.dst.buffer, BufferKind::kOutput);
             }
             // A get's src is the peer's buffer, and signal and wait only name a chunk.
-            const bool readsOwnSrc = plan::readsSrc(step.op) && !plan::readsPeer(step.op) &&
-                                     !plan::signals(step.op);
+            const bool readsOwnSrc =
+                plan::readsSrc(step.op) && !plan::readsPeer(step.op) && !plan::signals(step.op);
             if (inputMayBeNull && readsOwnSrc) {
               EXPECT_NE(step.src.buffer, BufferKind::kInput);
             }

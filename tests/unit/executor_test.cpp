@@ -98,8 +98,7 @@ class Cluster {
       const exec::WaitPoint w = ranks_[r]->execution.waitPoint();
       text += "rank " + std::to_string(r) + ": '" + ranks_[r]->execution.error() + "' waits on " +
               std::to_string(w.peer) + " channel " + std::to_string(w.channel) + " step " +
-              std::to_string(w.step) + (w.what != nullptr ? std::string(" ") + w.what : "") +
-              "\n";
+              std::to_string(w.step) + (w.what != nullptr ? std::string(" ") + w.what : "") + "\n";
     }
     return text;
   }
@@ -303,8 +302,7 @@ TEST(Executor, OneSidedPlansReadPeersInPlaceWithExactResults) {
 
 TEST(Executor, OneSidedRootWaitsInItsEpilogueUntilEveryReaderIsDone) {
   Cluster cluster(3, 4, 4, 4096);
-  cluster.start(directPlans(plan::Collective::kBroadcast, 3, 10, 0), 10,
-                {ramp(10, 1), {}, {}});
+  cluster.start(directPlans(plan::Collective::kBroadcast, 3, 10, 0), 10, {ramp(10, 1), {}, {}});
   // The root sends its hellos, takes none yet, and cannot return before its readers.
   EXPECT_EQ(cluster.advance(0), Progress::kMoved);
   EXPECT_EQ(cluster.advance(0), Progress::kBlocked);

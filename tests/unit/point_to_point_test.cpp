@@ -128,8 +128,9 @@ TEST(PointToPointPlan, VerifierNamesBatchesThatDoNotPair) {
                                    build(1, 2, {{false, 0, 4}}, 4).plan};
   const Status status = plan::verify(plans, {});
   ASSERT_FALSE(status.ok());
-  EXPECT_THAT(status.message(), HasSubstr("the two plans exchange different numbers of messages per "
-                                         "tile on the connection from rank 0 to rank 1"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("the two plans exchange different numbers of messages per "
+                        "tile on the connection from rank 0 to rank 1"));
 
   // Receives of one peer spread over two channels: which gets which message would be timing.
   plans = {build(0, 2, {{true, 1, 8}}, 4).plan, build(1, 2, {{false, 0, 8}}, 4).plan};

@@ -149,7 +149,7 @@ TEST(Printer, PrintsThePlanExactly) {
 }
 
 TEST(Printer, NamesEveryKind) {
-  const char* names[] = {"send", "recv", "rr",  "copy", "reduce", "rrs",   "rcs",
+  const char* names[] = {"send", "recv", "rr",  "copy", "reduce", "rrs", "rcs",
                          "rrc",  "rrcs", "get", "rall", "signal", "wait"};
   for (int i = 0; i < kOpKindCount; ++i) EXPECT_STREQ(toString(static_cast<OpKind>(i)), names[i]);
   EXPECT_EQ(toText(makeStep(OpKind::kRecvReduce, 3, -1, {}, scratch(2))),
