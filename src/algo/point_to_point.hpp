@@ -34,6 +34,8 @@ struct TransferShape {
   bool isSend = false;
   int peer = -1;
   size_t bytes = 0;
+
+  friend bool operator==(const TransferShape&, const TransferShape&) = default;
 };
 
 /// What chunk i of a point-to-point plan is: bytes [offset, offset + bytes) of transfer

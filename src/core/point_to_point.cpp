@@ -10,8 +10,14 @@ const exec::BoundPlan& PointToPointBatch::prepare(int rank, int nranks, size_t t
                                                   exec::CallBuffers* buffers) {
   shapes_.clear();
   for (const Transfer& t : transfers_) shapes_.push_back({t.isSend, t.peer, t.bytes});
-  algo::buildPointToPoint(rank, nranks, shapes_, tileBytes, &bound_.plan, &pieces_);
-  bound_.rebind(transport);
+  // A loop that issues the same batch again (a halo exchange, a pipeline stage) reuses its
+  // plan and binding: only the buffers and tags below change from call to call.
+  if (shapes_ != builtShapes_ || tileBytes != builtTileBytes_ || bound_.plan.nranks != nranks) {
+    algo::buildPointToPoint(rank, nranks, shapes_, tileBytes, &bound_.plan, &pieces_);
+    bound_.rebind(transport);
+    builtShapes_ = shapes_;
+    builtTileBytes_ = tileBytes;
+  }
 
   // The caller's buffers are separate allocations; the executor addresses chunks as offsets
   // from one base, so pieces are laid out from the lowest buffer address of the batch (in

@@ -40,13 +40,17 @@ class PointToPointBatch {
 
   /// Builds and binds the batch's plan with pieces of at most `tileBytes`, and fills
   /// `buffers` (type, tile, views and per-piece tags) for exec::Execution. Reuses this
-  /// batch's storage: the same batch issued again allocates nothing.
+  /// batch's storage, and its plan and binding when the batch has the same transfers (peer,
+  /// direction, bytes) as the one it last built: the same batch issued again allocates
+  /// nothing and builds nothing.
   const exec::BoundPlan& prepare(int rank, int nranks, size_t tileBytes,
                                  transport::Transport& transport, exec::CallBuffers* buffers);
 
  private:
   std::vector<Transfer> transfers_;
   std::vector<algo::TransferShape> shapes_;
+  std::vector<algo::TransferShape> builtShapes_;  ///< What bound_ was built for.
+  size_t builtTileBytes_ = 0;
   std::vector<algo::Piece> pieces_;
   std::vector<plan::Extent> extents_;  ///< Piece i's bytes, from base_.
   std::vector<transport::MessageTag> tags_;

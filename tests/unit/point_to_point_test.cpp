@@ -159,14 +159,16 @@ class Batches {
     for (int r = 0; r < n; ++r) ranks_.push_back(std::make_unique<Rank>(world_, r));
   }
   detail::PointToPointBatch& batch(int r) { return ranks_[static_cast<size_t>(r)]->batch; }
+  /// Rank r's bound plan of its latest run.
+  const exec::BoundPlan* bound(int r) const { return ranks_[static_cast<size_t>(r)]->bound; }
 
   /// Starts every batch and steps all ranks round-robin until each is done or one fails;
   /// returns the first failure's message (empty when all finished).
   std::string run() {
     for (auto& rank : ranks_) {
-      const exec::BoundPlan& bound = rank->batch.prepare(rank->transport.rank(), world_.size(),
-                                                         slot_, rank->transport, &rank->buffers);
-      rank->execution.start(bound, rank->buffers);
+      rank->bound = &rank->batch.prepare(rank->transport.rank(), world_.size(), slot_,
+                                         rank->transport, &rank->buffers);
+      rank->execution.start(*rank->bound, rank->buffers);
     }
     for (int round = 0; round < 100000; ++round) {
       bool all = true;
@@ -185,6 +187,7 @@ class Batches {
     Rank(testing::MemoryWorld& world, int r) : transport(world, r) {}
     testing::MemoryTransport transport;
     detail::PointToPointBatch batch;
+    const exec::BoundPlan* bound = nullptr;
     exec::CallBuffers buffers;
     exec::Execution execution;
   };
@@ -251,6 +254,27 @@ TEST(PointToPointBatch, TwoSendsToOnePeerArriveInIssueOrder) {
   ASSERT_EQ(batches.run(), "");
   EXPECT_EQ(gotA, a);
   EXPECT_EQ(gotB, b);
+}
+
+TEST(PointToPointBatch, TheSameBatchAgainOverNewBuffersMovesTheNewBytes) {
+  // A pair exchange issued twice with the same shapes but other buffers: the second run
+  // keeps its plan (PointToPointBatch reuses it) yet lays it over the new buffers.
+  Batches batches(2, 12, 2);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::vector<int32_t>> sends(2), got(2);
+    for (int r = 0; r < 2; ++r) {
+      sends[r] = values(r + 10 * round, 1 - r, 5);
+      got[r].assign(5, -1);
+      batches.batch(r).clear();
+      batches.batch(r).add(transfer(true, 1 - r, sends[r], 5));
+      batches.batch(r).add(transfer(false, 1 - r, got[r], 5));
+    }
+    ASSERT_EQ(batches.run(), "");
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(got[r], values(1 - r + 10 * round, r, 5)) << "round " << round << " rank " << r;
+      EXPECT_EQ(batches.bound(r)->plan.channels.size(), 2u);
+    }
+  }
 }
 
 TEST(PointToPointBatch, CountMismatchIsNamedWithBothCounts) {
