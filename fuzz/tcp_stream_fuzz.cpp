@@ -90,8 +90,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     return l.fifo.get();
   };
-  Connection connection(Socket(fds[0]), 3, stream, streams, Connection::Direction::kIncoming,
-                        slotBytes, lookup);
+  Connection connection(grove::net::UniqueFd(fds[0]), 3, stream, streams,
+                        Connection::Direction::kIncoming, slotBytes, lookup);
   auto pump = [&] {
     for (int rounds = 0; rounds < 100000; ++rounds) {
       connection.markReadable();
