@@ -155,20 +155,26 @@ bool OneSided::take(int q, bool done) {
   return true;
 }
 
-Progress OneSided::prologue() {
+Progress OneSided::exchange(bool done) {
   moved_ = false;
   waitingFor_ = -1;
-  try {
-    const bool sent = sendToAll(false);
-    bool all = true;
-    for (int q = 0; q < plan_->plan.nranks; ++q) {
-      if (q == plan_->plan.rank || peers_[static_cast<size_t>(q)].helloTaken) continue;
-      if (!take(q, false)) {
-        if (!error_.empty()) return Progress::kFailed;
-        all = false;
-      }
+  const bool sent = sendToAll(done);
+  bool all = true;
+  for (int q = 0; q < plan_->plan.nranks; ++q) {
+    const Peer& peer = peers_[static_cast<size_t>(q)];
+    if (q == plan_->plan.rank || (done ? peer.doneTaken : peer.helloTaken)) continue;
+    if (!take(q, done)) {
+      if (!error_.empty()) return Progress::kFailed;
+      all = false;
     }
-    if (!sent || !all) return moved_ ? Progress::kMoved : Progress::kBlocked;
+  }
+  if (sent && all) return Progress::kDone;
+  return moved_ ? Progress::kMoved : Progress::kBlocked;
+}
+
+Progress OneSided::prologue() {
+  try {
+    if (const Progress hellos = exchange(false); hellos != Progress::kDone) return hellos;
     decide();
   } catch (const Error& error) {
     fail(error.code(), error.what());
@@ -321,18 +327,7 @@ Progress OneSided::unreadable() {
 
 Progress OneSided::epilogue() {
   phase_ = Phase::kEpilogue;
-  moved_ = false;
-  waitingFor_ = -1;
-  const bool sent = sendToAll(true);
-  bool all = true;
-  for (int q = 0; q < plan_->plan.nranks; ++q) {
-    if (q == plan_->plan.rank || peers_[static_cast<size_t>(q)].doneTaken) continue;
-    if (!take(q, true)) {
-      if (!error_.empty()) return Progress::kFailed;
-      all = false;
-    }
-  }
-  if (!sent || !all) return moved_ ? Progress::kMoved : Progress::kBlocked;
+  if (const Progress dones = exchange(true); dones != Progress::kDone) return dones;
   // A peer's "done" says it finished reading, not that its buffers stay put: a peer that
   // then saw a failure left the call and its buffers may have been freed or reused while
   // this rank still read them (seen as a wrong result under ASan, whose free() writes into

@@ -97,6 +97,9 @@ class OneSided {
     bool doneTaken = false;
   };
 
+  /// One round of the prologue's hellos (done false) or the epilogue's "done" messages:
+  /// sends what is still unsent, takes what has arrived; kDone once every peer's is in.
+  Progress exchange(bool done);
   bool sendToAll(bool done);
   /// Takes peer q's next message if it is there and is the expected kind.
   bool take(int q, bool done);

@@ -12,6 +12,7 @@
 #include "plan/plan.hpp"
 #include "plan/printer.hpp"
 #include "plan/verifier.hpp"
+#include "support/hand_plans.hpp"
 
 namespace grove::plan {
 namespace {
@@ -60,21 +61,11 @@ std::vector<Plan> direct(Collective collective, int n, int root = -1) {
   return plans;
 }
 
+// Hand-written plans of one-sided calls.
 Plan shape(Collective collective, int r, int n, uint32_t k, uint32_t inBlocks, uint32_t outBlocks,
            uint32_t scratchBlocks = 0, int root = -1) {
-  Plan p;
-  p.collective = collective;
-  p.algorithm = "test";
-  p.rank = r;
-  p.nranks = n;
-  p.root = root;
-  p.chunksPerBlock = k;
-  p.inputBlocks = inBlocks;
-  p.outputBlocks = outBlocks;
-  p.scratchBlocks = scratchBlocks;
-  p.oneSided = true;
-  p.channels.emplace_back();
-  return p;
+  return grove::testing::handPlan(collective, r, n, k, inBlocks, outBlocks, scratchBlocks, root,
+                                  true);
 }
 
 Status check(const std::vector<Plan>& plans, bool inPlace = false, int tiles = 2, int depth = 1) {

@@ -8,6 +8,8 @@
 #include <functional>
 #include <random>
 
+#include "support/hand_plans.hpp"
+
 namespace grove::plan {
 namespace {
 
@@ -51,21 +53,7 @@ Step after(Step s, int channel, int index) {
   return s;
 }
 
-Plan shape(Collective collective, int r, int n, uint32_t k, uint32_t inBlocks, uint32_t outBlocks,
-           uint32_t scratchBlocks = 0, int root = -1) {
-  Plan p;
-  p.collective = collective;
-  p.algorithm = "test";
-  p.rank = r;
-  p.nranks = n;
-  p.root = root;
-  p.chunksPerBlock = k;
-  p.inputBlocks = inBlocks;
-  p.outputBlocks = outBlocks;
-  p.scratchBlocks = scratchBlocks;
-  p.channels.emplace_back();
-  return p;
-}
+using grove::testing::handPlan;
 
 std::vector<Plan> each(int n, const std::function<Plan(int)>& build) {
   std::vector<Plan> plans;
@@ -84,8 +72,8 @@ Status check(const std::vector<Plan>& plans, bool inPlace = false, int tiles = 2
 // Ring allreduce, k = n: reduce-scatter with rrs, finalize in rrcs, all-gather with rcs.
 std::vector<Plan> ringAllReduce(int n, int scratchBlocks = 0) {
   return each(n, [&](int r) {
-    Plan p = shape(Collective::kAllReduce, r, n, static_cast<uint32_t>(n), 1, 1,
-                   static_cast<uint32_t>(scratchBlocks));
+    Plan p = handPlan(Collective::kAllReduce, r, n, static_cast<uint32_t>(n), 1, 1,
+                      static_cast<uint32_t>(scratchBlocks));
     std::vector<Step>& steps = p.channels[0].steps;
     if (n == 1) {
       steps.push_back(fin(copy(in(0), out(0))));
@@ -104,7 +92,7 @@ std::vector<Plan> ringAllReduce(int n, int scratchBlocks = 0) {
 
 std::vector<Plan> ringAllGather(int n) {
   return each(n, [&](int r) {
-    Plan p = shape(Collective::kAllGather, r, n, 1, 1, static_cast<uint32_t>(n));
+    Plan p = handPlan(Collective::kAllGather, r, n, 1, 1, static_cast<uint32_t>(n));
     std::vector<Step>& steps = p.channels[0].steps;
     steps.push_back(copy(in(0), out(at(r, n))));
     if (n == 1) return p;
@@ -119,7 +107,7 @@ std::vector<Plan> ringAllGather(int n) {
 
 std::vector<Plan> ringReduceScatter(int n) {
   return each(n, [&](int r) {
-    Plan p = shape(Collective::kReduceScatter, r, n, 1, static_cast<uint32_t>(n), 1);
+    Plan p = handPlan(Collective::kReduceScatter, r, n, 1, static_cast<uint32_t>(n), 1);
     std::vector<Step>& steps = p.channels[0].steps;
     if (n == 1) {
       steps.push_back(fin(copy(in(0), out(0))));
@@ -137,7 +125,7 @@ std::vector<Plan> ringReduceScatter(int n) {
 // Chain root -> root+1 -> ..., k = 2 chunks pipelined.
 std::vector<Plan> chainBroadcast(int n, int root) {
   return each(n, [&](int r) {
-    Plan p = shape(Collective::kBroadcast, r, n, 2, 1, 1, 0, root);
+    Plan p = handPlan(Collective::kBroadcast, r, n, 2, 1, 1, 0, root);
     const int pos = static_cast<int>(at(r - root, n));
     const int next = static_cast<int>(at(r + 1, n));
     const int prev = static_cast<int>(at(r - 1, n));
@@ -159,7 +147,7 @@ std::vector<Plan> chainBroadcast(int n, int root) {
 // Chain root+1 -> root+2 -> ... -> root, k = 2.
 std::vector<Plan> chainReduce(int n, int root) {
   return each(n, [&](int r) {
-    Plan p = shape(Collective::kReduce, r, n, 2, 1, 1, 0, root);
+    Plan p = handPlan(Collective::kReduce, r, n, 2, 1, 1, 0, root);
     const int pos = static_cast<int>(at(r - root - 1, n));  // root is last
     const int next = static_cast<int>(at(r + 1, n));
     const int prev = static_cast<int>(at(r - 1, n));
@@ -181,7 +169,7 @@ std::vector<Plan> chainReduce(int n, int root) {
 
 std::vector<Plan> pairwiseAllToAll(int n, Collective collective = Collective::kAllToAll) {
   return each(n, [&](int r) {
-    Plan p = shape(collective, r, n, 1, static_cast<uint32_t>(n), static_cast<uint32_t>(n));
+    Plan p = handPlan(collective, r, n, 1, static_cast<uint32_t>(n), static_cast<uint32_t>(n));
     std::vector<Step>& steps = p.channels[0].steps;
     steps.push_back(copy(in(at(r, n)), out(at(r, n))));
     for (int s = 1; s < n; ++s) {
@@ -194,7 +182,7 @@ std::vector<Plan> pairwiseAllToAll(int n, Collective collective = Collective::kA
 
 std::vector<Plan> linearGather(int n, int root) {
   return each(n, [&](int r) {
-    Plan p = shape(Collective::kGather, r, n, 1, 1, static_cast<uint32_t>(n), 0, root);
+    Plan p = handPlan(Collective::kGather, r, n, 1, 1, static_cast<uint32_t>(n), 0, root);
     std::vector<Step>& steps = p.channels[0].steps;
     if (r != root) {
       steps.push_back(send(root, in(0)));
@@ -209,7 +197,7 @@ std::vector<Plan> linearGather(int n, int root) {
 
 std::vector<Plan> linearScatter(int n, int root) {
   return each(n, [&](int r) {
-    Plan p = shape(Collective::kScatter, r, n, 1, static_cast<uint32_t>(n), 1, 0, root);
+    Plan p = handPlan(Collective::kScatter, r, n, 1, static_cast<uint32_t>(n), 1, 0, root);
     std::vector<Step>& steps = p.channels[0].steps;
     if (r != root) {
       steps.push_back(recv(root, out(0)));
@@ -224,7 +212,7 @@ std::vector<Plan> linearScatter(int n, int root) {
 
 std::vector<Plan> disseminationBarrier(int n, int skipRound = -1) {
   return each(n, [&](int r) {
-    Plan p = shape(Collective::kBarrier, r, n, 1, 0, 1);
+    Plan p = handPlan(Collective::kBarrier, r, n, 1, 0, 1);
     int round = 0;
     for (int d = 1; d < n; d *= 2, ++round) {
       if (round == skipRound) continue;
@@ -238,7 +226,7 @@ std::vector<Plan> disseminationBarrier(int n, int skipRound = -1) {
 // Two ranks, k = 1: copy, exchange, add the peer's input (finalize).
 std::vector<Plan> exchangeAllReduce() {
   return each(2, [](int r) {
-    Plan p = shape(Collective::kAllReduce, r, 2, 1, 1, 1, 1);
+    Plan p = handPlan(Collective::kAllReduce, r, 2, 1, 1, 1, 1);
     p.channels[0].steps = {copy(in(0), out(0)), send(1 - r, in(0)), fin(rr(1 - r, out(0)))};
     return p;
   });
@@ -362,7 +350,7 @@ TEST(Verifier, FinalizeRulesAreEnforced) {
 
 TEST(Verifier, DeadlockListsWhatEachRankWaitsFor) {
   std::vector<Plan> plans = each(2, [](int r) {
-    Plan p = shape(Collective::kAllGather, r, 2, 1, 1, 2);
+    Plan p = handPlan(Collective::kAllGather, r, 2, 1, 1, 2);
     p.channels[0].steps = {recv(1 - r, out(at(1 - r, 2))), copy(in(0), out(at(r, 2))),
                            send(1 - r, in(0))};
     return p;
@@ -471,7 +459,7 @@ TEST(Verifier, ReadingUndefinedScratchIsCaught) {
 TEST(Verifier, InPlaceAliasingCatchesOverwrittenInput) {
   // Receiving into out[0] before adding in[0] is fine apart, wrong when out[0] is in[0].
   std::vector<Plan> plans = each(2, [](int r) {
-    Plan p = shape(Collective::kAllReduce, r, 2, 1, 1, 1);
+    Plan p = handPlan(Collective::kAllReduce, r, 2, 1, 1, 1);
     p.channels[0].steps = {send(1 - r, in(0)), recv(1 - r, out(0)), fin(reduce(in(0), out(0)))};
     return p;
   });
@@ -481,7 +469,7 @@ TEST(Verifier, InPlaceAliasingCatchesOverwrittenInput) {
               "0) double counts contribution (0,0)");
   // Reducescatter in place: out[0] is in[r]; receiving into out[0] destroys in[r].
   plans = each(2, [](int r) {
-    Plan p = shape(Collective::kReduceScatter, r, 2, 1, 2, 1);
+    Plan p = handPlan(Collective::kReduceScatter, r, 2, 1, 2, 1);
     p.channels[0].steps = {send(1 - r, in(at(1 - r, 2))), recv(1 - r, out(0)),
                            fin(reduce(in(at(r, 2)), out(0)))};
     return p;
@@ -495,7 +483,7 @@ TEST(Verifier, CrossChannelDependencyIsHonored) {
   // before it is written.
   auto build = [](bool withAfter) {
     return each(2, [withAfter](int r) {
-      Plan p = shape(Collective::kAllGather, r, 2, 1, 1, 2);
+      Plan p = handPlan(Collective::kAllGather, r, 2, 1, 1, 2);
       Step first = send(1 - r, out(at(r, 2)));
       p.channels[0].steps = {withAfter ? after(first, 1, 0) : first};
       p.channels.emplace_back().steps = {copy(in(0), out(at(r, 2))),
@@ -514,7 +502,7 @@ TEST(Verifier, UnorderedChannelsRaceEvenWhenTheReplayIsLucky) {
   // makes the executor do so.
   auto build = [](bool withAfter) {
     return each(2, [withAfter](int r) {
-      Plan p = shape(Collective::kAllGather, r, 2, 1, 1, 2);
+      Plan p = handPlan(Collective::kAllGather, r, 2, 1, 1, 2);
       p.channels[0].steps = {copy(in(0), out(at(r, 2))), recv(1 - r, out(at(1 - r, 2)))};
       Step second = send(1 - r, out(at(r, 2)));
       p.channels.emplace_back().steps = {withAfter ? after(second, 0, 0) : second};
@@ -530,7 +518,7 @@ TEST(Verifier, UnorderedChannelsRaceEvenWhenTheReplayIsLucky) {
 
 TEST(Verifier, DependencyCyclesDeadlock) {
   std::vector<Plan> plans = each(2, [](int r) {
-    Plan p = shape(Collective::kAllGather, r, 2, 1, 1, 2);
+    Plan p = handPlan(Collective::kAllGather, r, 2, 1, 1, 2);
     p.channels[0].steps = {copy(in(0), out(at(r, 2))), recv(1 - r, out(at(1 - r, 2)))};
     p.channels.emplace_back().steps = {after(send(1 - r, in(0)), 0, 1)};
     return p;
@@ -542,7 +530,7 @@ TEST(Verifier, DependencyCyclesDeadlock) {
 
 TEST(Verifier, ConnectionBelongsToOneChannel) {
   std::vector<Plan> plans = each(2, [](int r) {
-    Plan p = shape(Collective::kAllGather, r, 2, 1, 1, 2);
+    Plan p = handPlan(Collective::kAllGather, r, 2, 1, 1, 2);
     p.channels[0].steps = {copy(in(0), out(at(r, 2))), recv(1 - r, out(at(1 - r, 2)))};
     p.channels.emplace_back().steps = {send(1 - r, in(0)), recv(1 - r, out(at(1 - r, 2)))};
     return p;
