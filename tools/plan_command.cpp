@@ -112,10 +112,7 @@ void runPlan(const PlanOptions& options) {
   if (options.nranks < 1) {
     throw Error(ErrorCode::kInvalidArgument, "--nranks must be at least 1");
   }
-  const bool rooted =
-      collective == plan::Collective::kBroadcast || collective == plan::Collective::kReduce ||
-      collective == plan::Collective::kGather || collective == plan::Collective::kScatter;
-  if (rooted && (options.root < 0 || options.root >= options.nranks)) {
+  if (plan::rooted(collective) && (options.root < 0 || options.root >= options.nranks)) {
     throw Error(ErrorCode::kInvalidArgument, "--root " + std::to_string(options.root) +
                                                  " is out of range for " +
                                                  std::to_string(options.nranks) + " ranks");
@@ -128,9 +125,9 @@ void runPlan(const PlanOptions& options) {
   auto type = parseDataType(options.type);
   if (!type) throw Error(ErrorCode::kInvalidArgument, "--type '" + options.type + "' is not known");
 
-  plan::PlanRequest request{
-      collective, options.nranks, 0, rooted ? options.root : -1, parseCount(options.count),
-      *type,      ReduceOp::kSum};
+  plan::PlanRequest request{plan::CallShape::made(collective, parseCount(options.count), *type,
+                                                  ReduceOp::kSum, options.root),
+                            options.nranks, 0};
   // As a communicator decides (core/collective_call.cpp): ranks on one host that read each
   // other's buffers, unless GROVE_DIRECT=0 or --peer-memory 0 says otherwise.
   request.peerMemory =

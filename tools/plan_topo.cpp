@@ -33,11 +33,6 @@ namespace {
 
 using plan::Collective;
 
-bool isRooted(Collective c) {
-  return c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
-         c == Collective::kScatter;
-}
-
 /// Collectives whose --size is n blocks of the plan's per-block count (nccl-tests' size).
 bool sizeIsPerGroup(Collective c) {
   return c == Collective::kAllGather || c == Collective::kReduceScatter ||
@@ -295,7 +290,7 @@ TopoReport analyzeTopoPlan(const TopoPlanOptions& options) {
                                                  " disagrees with --topo '" + options.topo +
                                                  "', which has " + std::to_string(n) + " ranks");
   }
-  const bool rooted = isRooted(options.collective);
+  const bool rooted = plan::rooted(options.collective);
   if (rooted && (options.root < 0 || options.root >= n)) {
     throw Error(ErrorCode::kInvalidArgument, "--root " + std::to_string(options.root) +
                                                  " is out of range for the " + std::to_string(n) +
@@ -311,8 +306,8 @@ TopoReport analyzeTopoPlan(const TopoPlanOptions& options) {
   report.count = options.collective == Collective::kBarrier ? 0 : requested / (element * blocks);
   report.bytes = report.count * element * blocks;
 
-  plan::PlanRequest request{options.collective, n, 0, report.root, report.count, *type,
-                            ReduceOp::kSum};
+  plan::PlanRequest request{
+      {options.collective, report.count, *type, ReduceOp::kSum, report.root}, n, 0};
   request.topology = &report.topology;
 
   std::vector<const algo::Algorithm*> field;

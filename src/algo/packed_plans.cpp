@@ -147,10 +147,7 @@ void appendDown(std::vector<plan::Step>& steps, const Layout& layout, int b, int
 plan::Plan singleRankPlan(const plan::PlanRequest& request, std::string_view algorithm) {
   plan::Plan p = makePlan(request, algorithm, 1, 1, 1);
   plan::Step step = copy(in(0), out(0));
-  const Collective c = request.collective;
-  const bool reduces =
-      c == Collective::kReduce || c == Collective::kAllReduce || c == Collective::kReduceScatter;
-  p.channels.emplace_back().steps.push_back(reduces ? finalized(step) : step);
+  p.channels.emplace_back().steps.push_back(request.reduces() ? finalized(step) : step);
   return p;
 }
 

@@ -195,10 +195,7 @@ plan::Plan buildPlan(const plan::PlanRequest& request, std::string_view algorith
 double costUs(const plan::PlanRequest& request, const CostParams& params,
               std::string_view algorithm) {
   const double bytes = build::blockBytes(request);
-  const bool reduces = request.collective == Collective::kReduce ||
-                       request.collective == Collective::kAllReduce ||
-                       request.collective == Collective::kReduceScatter;
-  const double reduceUs = reduces ? build::transferUs(bytes, params.reduceGBps) : 0;
+  const double reduceUs = request.reduces() ? build::transferUs(bytes, params.reduceGBps) : 0;
   if (request.nranks == 1) return build::transferUs(bytes, params.reduceGBps);  // one copy
   if (request.topology == nullptr) return reduceUs;
   const Kind kind = kindOf(request, algorithm);

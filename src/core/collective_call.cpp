@@ -29,30 +29,27 @@ std::shared_ptr<Operation> completed(CommState& state) {
 std::shared_ptr<Operation> issuePointToPoint(CommState& state, const CollectiveCall& call,
                                              const CallSite& site) {
   const bool isSend = std::string_view(call.name) == "send";
-  checkRank(site, "peer", call.root);
-  if (call.root == site.rank && !state.inGroup()) {
+  const plan::CallShape& shape = call.shape;
+  checkRank(site, "peer", call.peer);
+  if (call.peer == site.rank && !state.inGroup()) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("grove {} (rank {} of {}): peer {} is this rank; sending to itself "
                             "needs the matching call in the same groupStart()/groupEnd()",
-                            call.name, site.rank, site.size, call.root));
+                            call.name, site.rank, site.size, call.peer));
   }
   checkBuffer(site, isSend ? "sendbuf" : "recvbuf", isSend ? call.sendbuf : call.recvbuf,
-              call.count, call.type);
-  size_t bytes = checkedBytes(site, "count", call.count, 1, call.type);
+              shape.count, shape.type);
+  size_t bytes = checkedBytes(site, "count", shape.count, 1, shape.type);
   auto op = state.newOperation();
-  op->collective = Collective::kSendRecv;
+  op->shape = shape;
   op->sequence = state.nextSequence();
-  op->count = call.count;
-  op->type = call.type;
   Transfer transfer;
   transfer.isSend = isSend;
-  transfer.peer = call.root;
+  transfer.peer = call.peer;
   transfer.buffer = isSend ? const_cast<char*>(static_cast<const char*>(call.sendbuf))
                            : static_cast<char*>(call.recvbuf);
   transfer.bytes = bytes;
-  transfer.tag.count = call.count;
-  transfer.tag.collective = static_cast<uint8_t>(Collective::kSendRecv);
-  transfer.tag.type = static_cast<uint8_t>(call.type);
+  transfer.tag = exec::tagOf(shape, 0);
   op->batch.add(transfer);
   if (call.options != nullptr) op->timeout = call.options->timeout;
   return state.submit(op);
@@ -111,19 +108,14 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
   const CallSite site{call.name, state.rank(), state.size()};
   const int n = state.size();
   const int rank = state.rank();
-  checkType(site, call.type);
-  if (call.collective == Collective::kSendRecv) return issuePointToPoint(state, call, site);
+  const plan::CallShape& shape = call.shape;
+  checkType(site, shape.type);
+  if (shape.collective == Collective::kSendRecv) return issuePointToPoint(state, call, site);
 
-  const bool reduces = call.collective == Collective::kAllReduce ||
-                       call.collective == Collective::kReduce ||
-                       call.collective == Collective::kReduceScatter;
-  if (reduces) checkOp(site, call.op, call.type);
-  const bool rooted =
-      call.collective == Collective::kBroadcast || call.collective == Collective::kReduce ||
-      call.collective == Collective::kGather || call.collective == Collective::kScatter;
-  if (rooted) checkRank(site, "root", call.root);
-  const bool isRoot = rooted && rank == call.root;
-  const size_t es = dataTypeSize(call.type);
+  if (shape.reduces()) checkOp(site, shape.op, shape.type);
+  if (shape.rooted()) checkRank(site, "root", shape.root);
+  const bool isRoot = shape.rooted() && rank == shape.root;
+  const size_t es = dataTypeSize(shape.type);
 
   auto op = state.newOperation();
   // Elements each buffer must hold on this rank (0 where this rank does not use it), and
@@ -132,10 +124,10 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
   size_t recvElems = 0;
   const void* inPlaceSend = call.recvbuf;
   const char* inPlaceForm = "sendbuf == recvbuf";
-  const size_t count = call.count;
+  const size_t count = shape.count;
   const size_t all = count * static_cast<size_t>(n);
-  checkedBytes(site, "count", count, static_cast<size_t>(n), call.type);
-  switch (call.collective) {
+  checkedBytes(site, "count", count, static_cast<size_t>(n), shape.type);
+  switch (shape.collective) {
     case Collective::kAllReduce:
       sendElems = recvElems = count;
       break;
@@ -168,49 +160,38 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
     case Collective::kGather:
       sendElems = count;
       recvElems = isRoot ? all : 0;
-      inPlaceSend = offset(call.recvbuf, call.root * count * es);
+      inPlaceSend = offset(call.recvbuf, shape.root * count * es);
       inPlaceForm = "sendbuf == recvbuf + root * count";
       break;
     case Collective::kScatter:
       sendElems = isRoot ? all : 0;
       recvElems = count;
-      inPlaceSend = offset(call.recvbuf, -static_cast<intptr_t>(call.root * count * es));
+      inPlaceSend = offset(call.recvbuf, -static_cast<intptr_t>(shape.root * count * es));
       inPlaceForm = "recvbuf == sendbuf + root * count";
       break;
     case Collective::kBarrier:
     case Collective::kSendRecv:
       break;
   }
-  checkBuffer(site, "sendbuf", call.sendbuf, sendElems, call.type);
-  checkBuffer(site, "recvbuf", call.recvbuf, recvElems, call.type);
+  checkBuffer(site, "sendbuf", call.sendbuf, sendElems, shape.type);
+  checkBuffer(site, "recvbuf", call.recvbuf, recvElems, shape.type);
   bool inPlace = checkOverlap(site, call.sendbuf, sendElems * es, call.recvbuf, recvElems * es,
                               sendElems > 0 && recvElems > 0 ? inPlaceSend : nullptr, inPlaceForm);
 
   // Every rank numbers this call the same; its messages carry the number and arguments.
-  transport::MessageTag tag;
-  tag.call = state.nextCollective();
-  tag.count = call.collective == Collective::kAllToAllv ? 0 : count;  // per-rank counts
-  tag.root = rooted ? call.root : -1;
-  tag.collective = static_cast<uint8_t>(call.collective);
-  tag.type = static_cast<uint8_t>(call.type);
-  tag.op = reduces ? static_cast<uint8_t>(call.op) : 0;
+  const transport::MessageTag tag = exec::tagOf(shape, state.nextCollective());
   const bool checkSignatures = state.config().checkSignatures;
 
-  if (count == 0 && call.collective != Collective::kBarrier &&
-      call.collective != Collective::kAllToAllv) {
+  if (count == 0 && shape.collective != Collective::kBarrier &&
+      shape.collective != Collective::kAllToAllv) {
     if (!checkSignatures) return completed(state);
     auto check = makeSignatureCheck(state, tag, nullptr);
     if (call.options != nullptr) check->timeout = call.options->timeout;
     return state.submit(check);
   }
 
-  plan::PlanRequest request{call.collective,
-                            n,
-                            rank,
-                            rooted ? call.root : -1,
-                            call.collective == Collective::kAllToAllv ? sendElems : count,
-                            call.type,
-                            call.op};
+  plan::PlanRequest request{shape, n, rank};
+  if (shape.collective == Collective::kAllToAllv) request.count = sendElems;
   request.topology = state.topology();
   const Config& config = state.config();
   // One-sided plans read the peers' buffers in place: every rank on this host, a transport
@@ -224,15 +205,11 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
   const algo::Algorithm& algorithm = state.chooseAlgorithm(request, forced);
   const exec::BoundPlan& bound = state.boundPlan(algorithm, request);
 
-  op->collective = call.collective;
+  op->shape = shape;
   op->sequence = state.nextSequence();
-  op->count = count;
-  op->type = call.type;
-  op->op = call.op;
-  op->root = rooted ? call.root : -1;
   exec::CallBuffers& buffers = op->buffers;
-  buffers.type = call.type;
-  buffers.op = call.op;
+  buffers.type = shape.type;
+  buffers.op = shape.op;
   buffers.nranks = n;
   buffers.input = {
       sendElems > 0 ? const_cast<char*>(static_cast<const char*>(call.sendbuf)) : nullptr, count,
@@ -257,11 +234,11 @@ std::shared_ptr<Operation> issue(CommState& state, const CollectiveCall& call) {
     // Kernel copies of ordinary memory beat the FIFOs for the collectives that only copy
     // (1.04-1.58x for allgather and broadcast from 1 MiB on 2 and 4 ranks, docs/tuning.md);
     // the reducing ones gain only with mapped buffers.
-    buffers.allowCopies = config.directCopies || call.collective == Collective::kAllGather ||
-                          call.collective == Collective::kBroadcast;
+    buffers.allowCopies = config.directCopies || shape.collective == Collective::kAllGather ||
+                          shape.collective == Collective::kBroadcast;
   }
   if (inPlace &&
-      (call.collective == Collective::kAllToAll || call.collective == Collective::kAllToAllv)) {
+      (shape.collective == Collective::kAllToAll || shape.collective == Collective::kAllToAllv)) {
     // The pairwise exchange overwrites blocks it has yet to send: stage the input.
     op->stageFrom = static_cast<const char*>(call.sendbuf);
     op->stageBytes = sendElems * es;

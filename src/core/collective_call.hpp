@@ -18,16 +18,15 @@ namespace grove::detail {
 class CommState;
 class Operation;
 
+/// The arguments of one API call: its shape, its buffers and options, and what only some
+/// calls have (send/recv's peer, allToAllv's per-rank counts and displacements).
 struct CollectiveCall {
-  plan::Collective collective;
-  const char* name;  ///< API name for messages, e.g. "allReduce".
+  plan::CallShape shape;  ///< As made by CallShape::made (fields that do not apply cleared).
+  const char* name;       ///< API name for messages, e.g. "allReduce".
   const void* sendbuf;
   void* recvbuf;
-  size_t count;
-  DataType type;
-  ReduceOp op;
-  int root;  ///< The root, or the peer of send/recv; -1 when none.
   const CallOptions* options;
+  int peer = -1;  ///< send/recv: the other rank.
   std::span<const size_t> sendCounts = {};
   std::span<const size_t> sendDispls = {};
   std::span<const size_t> recvCounts = {};

@@ -305,12 +305,7 @@ void CommState::traceCall(const Operation& op) {
   record.startNs = op.traceStartNs != 0 ? op.traceStartNs : exec::traceNowNs();
   record.endNs = exec::traceNowNs();
   record.sequence = op.sequence;
-  record.count = op.count;
-  record.bytes = op.count * dataTypeSize(op.type);
-  record.root = op.root;
-  record.collective = static_cast<uint8_t>(op.collective);
-  record.type = static_cast<uint8_t>(op.type);
-  record.op = static_cast<uint8_t>(op.op);
+  record.shape = op.shape;
   record.failed = op.state == Operation::State::kFailed;
   record.algorithm = !op.isPointToPoint() ? op.algorithm : std::string_view("send/recv");
   tracer_->buffer().addCall(record);

@@ -19,6 +19,7 @@ namespace grove {
 
 using detail::CallGuard;
 using detail::CollectiveCall;
+using Shape = plan::CallShape;
 using detail::CommState;
 using plan::Collective;
 
@@ -142,86 +143,93 @@ void run(CommState& state, const CollectiveCall& call) {
 GROVE_BLOCKING_AND_ASYNC(allReduce,
                          (const void* sendbuf, void* recvbuf, size_t count, DataType type,
                           ReduceOp op, const CallOptions& options),
-                         (CollectiveCall{Collective::kAllReduce, "allReduce", sendbuf, recvbuf,
-                                         count, type, op, -1, &options}))
+                         (CollectiveCall{Shape::made(Collective::kAllReduce, count, type, op, -1),
+                                         "allReduce", sendbuf, recvbuf, &options}))
 GROVE_BLOCKING_AND_ASYNC(broadcast,
                          (const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
                           const CallOptions& options),
-                         (CollectiveCall{Collective::kBroadcast, "broadcast", sendbuf, recvbuf,
-                                         count, type, ReduceOp::kSum, root, &options}))
+                         (CollectiveCall{
+                             Shape::made(Collective::kBroadcast, count, type, ReduceOp::kSum, root),
+                             "broadcast", sendbuf, recvbuf, &options}))
 GROVE_BLOCKING_AND_ASYNC(reduce,
                          (const void* sendbuf, void* recvbuf, size_t count, DataType type,
                           ReduceOp op, int root, const CallOptions& options),
-                         (CollectiveCall{Collective::kReduce, "reduce", sendbuf, recvbuf, count,
-                                         type, op, root, &options}))
-GROVE_BLOCKING_AND_ASYNC(allGather,
-                         (const void* sendbuf, void* recvbuf, size_t count, DataType type,
-                          const CallOptions& options),
-                         (CollectiveCall{Collective::kAllGather, "allGather", sendbuf, recvbuf,
-                                         count, type, ReduceOp::kSum, -1, &options}))
+                         (CollectiveCall{Shape::made(Collective::kReduce, count, type, op, root),
+                                         "reduce", sendbuf, recvbuf, &options}))
+GROVE_BLOCKING_AND_ASYNC(
+    allGather,
+    (const void* sendbuf, void* recvbuf, size_t count, DataType type, const CallOptions& options),
+    (CollectiveCall{Shape::made(Collective::kAllGather, count, type, ReduceOp::kSum, -1),
+                    "allGather", sendbuf, recvbuf, &options}))
 GROVE_BLOCKING_AND_ASYNC(reduceScatter,
                          (const void* sendbuf, void* recvbuf, size_t count, DataType type,
                           ReduceOp op, const CallOptions& options),
-                         (CollectiveCall{Collective::kReduceScatter, "reduceScatter", sendbuf,
-                                         recvbuf, count, type, op, -1, &options}))
-GROVE_BLOCKING_AND_ASYNC(allToAll,
-                         (const void* sendbuf, void* recvbuf, size_t count, DataType type,
-                          const CallOptions& options),
-                         (CollectiveCall{Collective::kAllToAll, "allToAll", sendbuf, recvbuf, count,
-                                         type, ReduceOp::kSum, -1, &options}))
+                         (CollectiveCall{
+                             Shape::made(Collective::kReduceScatter, count, type, op, -1),
+                             "reduceScatter", sendbuf, recvbuf, &options}))
+GROVE_BLOCKING_AND_ASYNC(
+    allToAll,
+    (const void* sendbuf, void* recvbuf, size_t count, DataType type, const CallOptions& options),
+    (CollectiveCall{Shape::made(Collective::kAllToAll, count, type, ReduceOp::kSum, -1), "allToAll",
+                    sendbuf, recvbuf, &options}))
 GROVE_BLOCKING_AND_ASYNC(gather,
                          (const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
                           const CallOptions& options),
-                         (CollectiveCall{Collective::kGather, "gather", sendbuf, recvbuf, count,
-                                         type, ReduceOp::kSum, root, &options}))
+                         (CollectiveCall{
+                             Shape::made(Collective::kGather, count, type, ReduceOp::kSum, root),
+                             "gather", sendbuf, recvbuf, &options}))
 GROVE_BLOCKING_AND_ASYNC(scatter,
                          (const void* sendbuf, void* recvbuf, size_t count, DataType type, int root,
                           const CallOptions& options),
-                         (CollectiveCall{Collective::kScatter, "scatter", sendbuf, recvbuf, count,
-                                         type, ReduceOp::kSum, root, &options}))
+                         (CollectiveCall{
+                             Shape::made(Collective::kScatter, count, type, ReduceOp::kSum, root),
+                             "scatter", sendbuf, recvbuf, &options}))
 
 namespace {
 const CallOptions kNoOptions{};
 }  // namespace
 
-GROVE_BLOCKING_AND_ASYNC(allToAllv,
-                         (const void* sendbuf, std::span<const size_t> sendCounts,
-                          std::span<const size_t> sendDispls, void* recvbuf,
-                          std::span<const size_t> recvCounts, std::span<const size_t> recvDispls,
-                          DataType type, const CallOptions& options),
-                         (CollectiveCall{Collective::kAllToAllv, "allToAllv", sendbuf, recvbuf, 0,
-                                         type, ReduceOp::kSum, -1, &options, sendCounts, sendDispls,
-                                         recvCounts, recvDispls}))
+GROVE_BLOCKING_AND_ASYNC(
+    allToAllv,
+    (const void* sendbuf, std::span<const size_t> sendCounts, std::span<const size_t> sendDispls,
+     void* recvbuf, std::span<const size_t> recvCounts, std::span<const size_t> recvDispls,
+     DataType type, const CallOptions& options),
+    (CollectiveCall{Shape::made(Collective::kAllToAllv, 0, type, ReduceOp::kSum, -1), "allToAllv",
+                    sendbuf, recvbuf, &options, -1, sendCounts, sendDispls, recvCounts,
+                    recvDispls}))
 GROVE_BLOCKING_AND_ASYNC(barrier, (),
-                         (CollectiveCall{Collective::kBarrier, "barrier", nullptr, nullptr, 0,
-                                         DataType::kUint8, ReduceOp::kSum, -1, &kNoOptions}))
+                         (CollectiveCall{Shape::made(Collective::kBarrier, 0, DataType::kUint8,
+                                                     ReduceOp::kSum, -1),
+                                         "barrier", nullptr, nullptr, &kNoOptions}))
 
 #undef GROVE_BLOCKING_AND_ASYNC
 
 void Communicator::send(const void* sendbuf, size_t count, DataType type, int peer) {
   CommState& s = state();
   CallGuard guard(s, "send", s.upcomingSequence());
-  run(s, CollectiveCall{Collective::kSendRecv, "send", sendbuf, nullptr, count, type,
-                        ReduceOp::kSum, peer, &kNoOptions});
+  run(s, CollectiveCall{Shape::made(Collective::kSendRecv, count, type, ReduceOp::kSum, -1), "send",
+                        sendbuf, nullptr, &kNoOptions, peer});
 }
 void Communicator::recv(void* recvbuf, size_t count, DataType type, int peer) {
   CommState& s = state();
   CallGuard guard(s, "recv", s.upcomingSequence());
-  run(s, CollectiveCall{Collective::kSendRecv, "recv", nullptr, recvbuf, count, type,
-                        ReduceOp::kSum, peer, &kNoOptions});
+  run(s, CollectiveCall{Shape::made(Collective::kSendRecv, count, type, ReduceOp::kSum, -1), "recv",
+                        nullptr, recvbuf, &kNoOptions, peer});
 }
 Request Communicator::sendAsync(const void* sendbuf, size_t count, DataType type, int peer) {
   CommState& s = state();
   CallGuard guard(s, "sendAsync", s.upcomingSequence());
-  return Request(detail::issue(s, CollectiveCall{Collective::kSendRecv, "send", sendbuf, nullptr,
-                                                 count, type, ReduceOp::kSum, peer, &kNoOptions}),
+  return Request(detail::issue(s, CollectiveCall{Shape::made(Collective::kSendRecv, count, type,
+                                                             ReduceOp::kSum, -1),
+                                                 "send", sendbuf, nullptr, &kNoOptions, peer}),
                  state_);
 }
 Request Communicator::recvAsync(void* recvbuf, size_t count, DataType type, int peer) {
   CommState& s = state();
   CallGuard guard(s, "recvAsync", s.upcomingSequence());
-  return Request(detail::issue(s, CollectiveCall{Collective::kSendRecv, "recv", nullptr, recvbuf,
-                                                 count, type, ReduceOp::kSum, peer, &kNoOptions}),
+  return Request(detail::issue(s, CollectiveCall{Shape::made(Collective::kSendRecv, count, type,
+                                                             ReduceOp::kSum, -1),
+                                                 "recv", nullptr, recvbuf, &kNoOptions, peer}),
                  state_);
 }
 

@@ -5,12 +5,8 @@
 namespace grove::detail {
 
 void Operation::reset() {
-  collective = plan::Collective::kAllReduce;
+  shape = {};
   sequence = 0;
-  count = 0;
-  type = DataType::kFloat32;
-  op = ReduceOp::kSum;
-  root = -1;
   algorithm = {};
   plan = nullptr;
   buffers = {};
@@ -40,13 +36,8 @@ std::string Operation::describe() const {
   if (isPointToPoint()) {
     return fmt::format("send/recv #{} ({} transfers)", sequence, batch.size());
   }
-  std::string text = fmt::format("{} #{} (count {} {}", plan::toString(collective), sequence, count,
-                                 toString(type));
-  if (collective == plan::Collective::kAllReduce || collective == plan::Collective::kReduce ||
-      collective == plan::Collective::kReduceScatter) {
-    text += fmt::format(" {}", toString(op));
-  }
-  if (root >= 0) text += fmt::format(", root {}", root);
+  std::string text =
+      fmt::format("{} #{} ({}", plan::toString(shape.collective), sequence, shape.details());
   if (!algorithm.empty()) text += fmt::format(", algorithm {}", algorithm);
   return text + ")";
 }

@@ -22,13 +22,10 @@ class Operation {
  public:
   enum class State { kIdle, kQueued, kDone, kFailed };
 
-  // What the call is, for messages.
-  plan::Collective collective = plan::Collective::kAllReduce;
+  // What the call is: its shape, its number on this communicator and the algorithm that runs
+  // it (a send/recv batch: kSendRecv with the count of its first transfer).
+  plan::CallShape shape;
   uint64_t sequence = 0;
-  size_t count = 0;
-  DataType type = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  int root = -1;
   std::string_view algorithm;
 
   // A collective: the plan and the memory it runs over. The scratch base is filled in when
@@ -74,7 +71,7 @@ class Operation {
   void reset();
   /// "allreduce #3 (count 1000 float sum, algorithm ring)".
   std::string describe() const;
-  bool isPointToPoint() const { return collective == plan::Collective::kSendRecv; }
+  bool isPointToPoint() const { return shape.collective == plan::Collective::kSendRecv; }
   bool finished() const { return state == State::kDone || state == State::kFailed; }
 };
 

@@ -41,17 +41,15 @@ std::shared_ptr<Operation> makeSignatureCheck(CommState& state, const MessageTag
                                               std::shared_ptr<Operation> call) {
   const int n = state.size();
   plan::PlanRequest request{
-      plan::Collective::kAllGather, n, state.rank(), -1, kWords, DataType::kUint64, ReduceOp::kSum};
+      {plan::Collective::kAllGather, kWords, DataType::kUint64}, n, state.rank()};
   const algo::Algorithm& algorithm = state.chooseAlgorithm(request, "");
   const exec::BoundPlan& bound = state.boundPlan(algorithm, request);
 
   auto op = state.newOperation();
   op->signatureCheck = true;
   op->checkedCall = std::move(call);
-  op->collective = plan::Collective::kAllGather;
+  op->shape = request;
   op->sequence = state.nextSequence();
-  op->count = kWords;
-  op->type = DataType::kUint64;
   op->algorithm = algorithm.name;
   op->plan = &bound;
   if (op->checkedCall != nullptr) op->timeout = op->checkedCall->timeout;

@@ -97,15 +97,13 @@ bool Tracer::write() const {
   }
   for (size_t i = 0; i < buffer_.callCount(); ++i) {
     const exec::CallRecord& c = buffer_.call(i);
-    const auto collective = static_cast<plan::Collective>(c.collective);
     fmt::print(file,
                ",\n{{\"name\":\"{} #{}\",\"cat\":\"call\",\"ph\":\"X\",\"pid\":{},\"tid\":0,"
                "\"ts\":{},\"dur\":{},\"args\":{{\"sequence\":{},\"count\":{},\"bytes\":{},"
                "\"type\":\"{}\",\"op\":\"{}\",\"root\":{},\"algorithm\":\"{}\",\"failed\":{}}}}}",
-               plan::toString(collective), c.sequence, pid, micros(c.startNs),
-               micros(c.endNs - c.startNs), c.sequence, c.count, c.bytes,
-               toString(static_cast<DataType>(c.type)), toString(static_cast<ReduceOp>(c.op)),
-               c.root, c.algorithm, c.failed);
+               plan::toString(c.shape.collective), c.sequence, pid, micros(c.startNs),
+               micros(c.endNs - c.startNs), c.sequence, c.shape.count, c.shape.bytes(),
+               toString(c.shape.type), toString(c.shape.op), c.shape.root, c.algorithm, c.failed);
   }
   for (size_t i = 0; i < buffer_.stepCount(); ++i) {
     const exec::StepRecord& s = buffer_.step(i);

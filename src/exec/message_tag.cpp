@@ -47,14 +47,18 @@ std::string algorithmName(uint32_t tag) {
   return fmt::format("{:#010x}", tag);
 }
 
-bool reduces(uint8_t collective) {
-  using plan::Collective;
-  return collective == static_cast<uint8_t>(Collective::kAllReduce) ||
-         collective == static_cast<uint8_t>(Collective::kReduce) ||
-         collective == static_cast<uint8_t>(Collective::kReduceScatter);
-}
-
 }  // namespace
+
+MessageTag tagOf(const plan::CallShape& shape, uint64_t call) {
+  MessageTag tag;
+  tag.call = call;
+  tag.count = shape.count;
+  tag.root = shape.root;
+  tag.collective = static_cast<uint8_t>(shape.collective);
+  tag.type = static_cast<uint8_t>(shape.type);
+  tag.op = shape.reduces() ? static_cast<uint8_t>(shape.op) : 0;
+  return tag;
+}
 
 uint32_t algorithmTag(std::string_view name) {
   uint32_t hash = 2166136261u;
@@ -73,7 +77,7 @@ std::string describeTag(const MessageTag& tag) {
   std::string out = p2p ? std::string("send/recv") : collectiveName(tag.collective);
   if (!p2p) out += fmt::format(", collective #{}", tag.call);
   out += fmt::format(" (count {} {}", tag.count, typeName(tag.type));
-  if (reduces(tag.collective) && tag.op < kReduceOpCount) {
+  if (plan::reduces(static_cast<plan::Collective>(tag.collective)) && tag.op < kReduceOpCount) {
     out += fmt::format(" {}", toString(static_cast<ReduceOp>(tag.op)));
   }
   if (tag.root >= 0) out += fmt::format(", root {}", tag.root);

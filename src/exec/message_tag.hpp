@@ -11,6 +11,7 @@
 
 #include "common/status.hpp"
 #include "grove/error.hpp"
+#include "plan/call_shape.hpp"
 #include "transport/fifo.hpp"
 
 namespace grove::exec {
@@ -19,6 +20,10 @@ using transport::MessageTag;
 
 /// MessageTag::collective of the exchange GROVE_CHECK=1 makes before each collective.
 inline constexpr uint8_t kSignatureCheck = 0xFF;
+
+/// The tag of the messages of collective number `call` (1, 2, ...; 0 for send/recv) of
+/// `shape`: the shape's fields as the wire carries them. The algorithm is added once chosen.
+MessageTag tagOf(const plan::CallShape& shape, uint64_t call);
 
 /// The 32-bit name hash carried in MessageTag::algorithm (FNV-1a; never 0 for a name).
 uint32_t algorithmTag(std::string_view name);

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "plan/call_shape.hpp"
+
 namespace grove::exec {
 
 /// Nanoseconds on the system-wide monotonic clock: comparable across the ranks of one host.
@@ -44,12 +46,7 @@ struct CallRecord {
   int64_t startNs = 0;
   int64_t endNs = 0;
   uint64_t sequence = 0;
-  uint64_t count = 0;
-  uint64_t bytes = 0;  ///< count × element size.
-  int32_t root = -1;
-  uint8_t collective = 0;  ///< plan::Collective.
-  uint8_t type = 0;        ///< DataType.
-  uint8_t op = 0;          ///< ReduceOp.
+  plan::CallShape shape;
   bool failed = false;
   std::string_view algorithm;  ///< Points into the registry (static storage).
 };

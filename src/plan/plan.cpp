@@ -8,34 +8,6 @@
 
 namespace grove::plan {
 
-const char* toString(Collective collective) {
-  switch (collective) {
-    case Collective::kAllReduce:
-      return "allreduce";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kReduce:
-      return "reduce";
-    case Collective::kAllGather:
-      return "allgather";
-    case Collective::kReduceScatter:
-      return "reducescatter";
-    case Collective::kAllToAll:
-      return "alltoall";
-    case Collective::kAllToAllv:
-      return "alltoallv";
-    case Collective::kGather:
-      return "gather";
-    case Collective::kScatter:
-      return "scatter";
-    case Collective::kBarrier:
-      return "barrier";
-    case Collective::kSendRecv:
-      return "sendrecv";
-  }
-  return "?";
-}
-
 const char* toString(OpKind op) {
   switch (op) {
     case OpKind::kSend:

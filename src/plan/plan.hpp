@@ -28,32 +28,13 @@
 #include <vector>
 
 #include "grove/types.hpp"
+#include "plan/call_shape.hpp"
 
 namespace grove::topo {
 class Topology;
 }
 
 namespace grove::plan {
-
-/// What a call computes. Point-to-point send/recv plans use kSendRecv.
-enum class Collective : uint8_t {
-  kAllReduce,
-  kBroadcast,
-  kReduce,
-  kAllGather,
-  kReduceScatter,
-  kAllToAll,
-  kAllToAllv,
-  kGather,
-  kScatter,
-  kBarrier,
-  kSendRecv,
-};
-
-inline constexpr int kCollectiveCount = 11;
-
-/// Lower-case name, e.g. "allreduce", "reducescatter".
-const char* toString(Collective collective);
 
 enum class BufferKind : uint8_t { kInput, kOutput, kScratch };
 
@@ -192,15 +173,12 @@ struct Plan {
   }
 };
 
-/// The shape of a call, as every rank sees it; what generators build plans from.
-struct PlanRequest {
-  Collective collective = Collective::kAllReduce;
+/// A call placed on one rank of a communicator: its shape (what every rank agrees on) and
+/// what the generators need to know of where it runs. allToAllv's shape carries, as its
+/// count, the elements its send buffer spans (its plans' cost models use it).
+struct PlanRequest : CallShape {
   int nranks = 1;
   int rank = 0;
-  int root = -1;
-  size_t count = 0;  ///< Elements per block (allreduce: count; allgather: per-rank count).
-  DataType type = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
   /// The communicator's topology (GROVE_TOPO_FILE), or nullptr. Topology-aware generators
   /// (packed trees) apply only when it is set; it stays the same for a communicator's life,
   /// so plans built from it may be cached per (algorithm, root) like any other.

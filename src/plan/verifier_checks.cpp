@@ -24,11 +24,6 @@ Status invalid(std::string problem) {
 // Upper bound on ranks × chunks × tiles states the replay allocates.
 constexpr uint64_t kMaxStates = uint64_t{1} << 22;
 
-bool isRooted(Collective collective) {
-  return collective == Collective::kBroadcast || collective == Collective::kReduce ||
-         collective == Collective::kGather || collective == Collective::kScatter;
-}
-
 const char* bufferName(BufferKind buffer) {
   switch (buffer) {
     case BufferKind::kInput:
@@ -115,7 +110,7 @@ Status checkAgreement(const std::vector<Plan>& plans) {
 Status checkShape(const Plan& p, const VerifyOptions& options) {
   const int64_t n = p.nranks;
   const char* name = toString(p.collective);
-  if (isRooted(p.collective) && (p.root < 0 || p.root >= n)) {
+  if (rooted(p.collective) && (p.root < 0 || p.root >= n)) {
     return invalid(
         fmt::format("root {} is not a rank in [0, {}); {} needs a root", p.root, n, name));
   }
@@ -272,13 +267,8 @@ std::string chunkName(const ChunkRef& ref) {
   return fmt::format("{}[{}]", bufferName(ref.buffer), ref.chunk);
 }
 
-bool isReduction(Collective collective) {
-  return collective == Collective::kAllReduce || collective == Collective::kReduce ||
-         collective == Collective::kReduceScatter;
-}
-
 bool isDataMovement(Collective collective) {
-  return !isReduction(collective) && collective != Collective::kBarrier &&
+  return !reduces(collective) && collective != Collective::kBarrier &&
          collective != Collective::kSendRecv;
 }
 

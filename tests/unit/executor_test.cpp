@@ -201,7 +201,7 @@ void expectAllReduce(const algo::Algorithm& algorithm, int n, size_t count, size
   std::vector<std::vector<float>> inputs;
   std::vector<float> expected(count, 0.0f);
   for (int r = 0; r < n; ++r) {
-    plan::PlanRequest request{plan::Collective::kAllReduce, n, r, -1, count};
+    plan::PlanRequest request{{plan::Collective::kAllReduce, count}, n, r};
     plans.push_back(algorithm.build(request));
     inputs.push_back(ramp(count, static_cast<float>(r + 1)));
     for (size_t i = 0; i < count; ++i) expected[i] += inputs.back()[i];
@@ -226,7 +226,7 @@ TEST(Executor, EveryPlanAllReduceWithoutTopology) {
   for (const algo::Algorithm& algorithm : algo::algorithms()) {
     if (algorithm.collective != plan::Collective::kAllReduce) continue;
     for (int n : {2, 3, 5}) {
-      plan::PlanRequest request{plan::Collective::kAllReduce, n, 0, -1, 37};
+      plan::PlanRequest request{{plan::Collective::kAllReduce, 37}, n, 0};
       if (!algorithm.applies(request).ok()) continue;
       expectAllReduce(algorithm, n, 37, 5);
       ran.insert(std::string(algorithm.name));
@@ -244,7 +244,7 @@ std::vector<plan::Plan> directPlans(plan::Collective collective, int n, size_t c
   EXPECT_NE(direct, nullptr);
   std::vector<plan::Plan> plans;
   for (int r = 0; r < n; ++r) {
-    plan::PlanRequest request{collective, n, r, root, count};
+    plan::PlanRequest request{{collective, count, DataType::kFloat32, ReduceOp::kSum, root}, n, r};
     request.peerMemory = true;
     plans.push_back(direct->build(request));
   }
