@@ -8,11 +8,17 @@ namespace grove::detail {
 const exec::BoundPlan& PointToPointBatch::prepare(int rank, int nranks, size_t tileBytes,
                                                   transport::Transport& transport,
                                                   exec::CallBuffers* buffers) {
-  shapes_.clear();
-  for (const Transfer& t : transfers_) shapes_.push_back({t.isSend, t.peer, t.bytes});
   // A loop that issues the same batch again (a halo exchange, a pipeline stage) reuses its
   // plan and binding: only the buffers and tags below change from call to call.
-  if (shapes_ != builtShapes_ || tileBytes != builtTileBytes_ || bound_.plan.nranks != nranks) {
+  bool same = transfers_.size() == builtShapes_.size() && tileBytes == builtTileBytes_ &&
+              bound_.plan.nranks == nranks;
+  for (size_t i = 0; same && i < transfers_.size(); ++i) {
+    const Transfer& t = transfers_[i];
+    same = builtShapes_[i] == algo::TransferShape{t.isSend, t.peer, t.bytes};
+  }
+  if (!same) {
+    shapes_.clear();
+    for (const Transfer& t : transfers_) shapes_.push_back({t.isSend, t.peer, t.bytes});
     algo::buildPointToPoint(rank, nranks, shapes_, tileBytes, &bound_.plan, &pieces_);
     bound_.rebind(transport);
     builtShapes_ = shapes_;

@@ -84,13 +84,87 @@ const char* toString(OpKind op);
 /// included, whose messages are empty); readsSrc: it names `src` (for signal and wait only
 /// to count their tiles); readsPeer: `src` is read from rank recvPeer's buffer (get);
 /// readsEveryRank: `src` is read from every rank's buffer, this rank's own included (rall).
-bool receives(OpKind op);
-bool sends(OpKind op);
-bool readsSrc(OpKind op);
-bool writesDst(OpKind op);
-bool reduces(OpKind op);
-bool readsPeer(OpKind op);
-bool readsEveryRank(OpKind op);
+/// (Inline: the executor asks them of every step it fires.)
+constexpr bool receives(OpKind op) {
+  switch (op) {
+    case OpKind::kRecv:
+    case OpKind::kRecvReduce:
+    case OpKind::kRecvReduceSend:
+    case OpKind::kRecvCopySend:
+    case OpKind::kRecvReduceCopy:
+    case OpKind::kRecvReduceCopySend:
+    case OpKind::kWait:
+      return true;
+    default:
+      return false;
+  }
+}
+
+constexpr bool sends(OpKind op) {
+  switch (op) {
+    case OpKind::kSignal:
+    case OpKind::kSend:
+    case OpKind::kRecvReduceSend:
+    case OpKind::kRecvCopySend:
+    case OpKind::kRecvReduceCopySend:
+      return true;
+    default:
+      return false;
+  }
+}
+
+constexpr bool readsSrc(OpKind op) {
+  switch (op) {
+    case OpKind::kGet:
+    case OpKind::kReduceAll:
+    case OpKind::kSignal:
+    case OpKind::kWait:
+    case OpKind::kSend:
+    case OpKind::kCopy:
+    case OpKind::kReduce:
+    case OpKind::kRecvReduceSend:
+    case OpKind::kRecvReduceCopy:
+    case OpKind::kRecvReduceCopySend:
+      return true;
+    default:
+      return false;
+  }
+}
+
+constexpr bool writesDst(OpKind op) {
+  switch (op) {
+    case OpKind::kGet:
+    case OpKind::kReduceAll:
+    case OpKind::kRecv:
+    case OpKind::kRecvReduce:
+    case OpKind::kCopy:
+    case OpKind::kReduce:
+    case OpKind::kRecvCopySend:
+    case OpKind::kRecvReduceCopy:
+    case OpKind::kRecvReduceCopySend:
+      return true;
+    default:
+      return false;
+  }
+}
+
+constexpr bool reduces(OpKind op) {
+  switch (op) {
+    case OpKind::kReduceAll:
+    case OpKind::kRecvReduce:
+    case OpKind::kReduce:
+    case OpKind::kRecvReduceSend:
+    case OpKind::kRecvReduceCopy:
+    case OpKind::kRecvReduceCopySend:
+      return true;
+    default:
+      return false;
+  }
+}
+
+constexpr bool readsPeer(OpKind op) { return op == OpKind::kGet; }
+
+constexpr bool readsEveryRank(OpKind op) { return op == OpKind::kReduceAll; }
 /// Whether the kind reads peers' memory (get, rall): what makes a plan one-sided.
 inline bool oneSided(OpKind op) { return readsPeer(op) || readsEveryRank(op); }
 /// Whether the kind names a peer in recvPeer (it receives from it or reads from it).
