@@ -10,14 +10,15 @@
 namespace grove_torch {
 
 GroveBackend::GroveBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                           std::chrono::milliseconds timeout, const std::string& groupName)
+                           std::chrono::milliseconds timeout, const std::string& groupName,
+                           const grove::Options& settings)
     : c10d::Backend(rank, size), store_(store), timeout_(timeout), groupName_(groupName) {
   grove::StoreJoinOptions options;
   options.group = groupName;
   options.timeout = timeout;
   try {
-    grove::Communicator comm =
-        grove::Communicator::fromStore(std::make_shared<TorchStore>(store), rank, size, options);
+    grove::Communicator comm = grove::Communicator::fromStore(std::make_shared<TorchStore>(store),
+                                                              rank, size, options, settings);
     engine_ = std::make_unique<ProgressEngine>(std::move(comm), rank);
   } catch (const grove::Error& error) {
     std::rethrow_exception(backendError(error.what()));

@@ -14,6 +14,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include "grove/options.hpp"
 #include "progress.hpp"
 
 namespace grove_torch {
@@ -21,9 +22,11 @@ namespace grove_torch {
 class GroveBackend : public c10d::Backend {
  public:
   /// Joins the group `groupName` of `size` ranks as `rank` through `store` (blocks until
-  /// every rank joined, at most `timeout`).
+  /// every rank joined, at most `timeout`), its communicator made with `settings` (grove's
+  /// knobs set from code, winning over the environment).
   GroveBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-               std::chrono::milliseconds timeout, const std::string& groupName);
+               std::chrono::milliseconds timeout, const std::string& groupName,
+               const grove::Options& settings = {});
   ~GroveBackend() override;
 
   const std::string getBackendName() const override { return "grove"; }

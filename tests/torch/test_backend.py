@@ -134,6 +134,24 @@ def test_bad_dtype_op_and_arguments_raise_clearly_and_lose_nothing():
         assert r["after"] == [2.0, 2.0, 2.0]
 
 
+def test_options_set_from_code_reach_the_group_and_bad_ones_raise_naming_the_knob(tmp_path):
+    children = ok(run("options", 2, str(tmp_path)))
+    for child in children:
+        r = child.result("options")
+        refused = r["refused"]
+        assert refused["bad_value"].startswith("ValueError") and \
+            "GROVE_FIFO_DEPTH" in refused["bad_value"], refused
+        assert refused["unknown"].startswith("ValueError") and \
+            "GROVE_NO_SUCH_KNOB" in refused["unknown"], refused
+        assert refused["not_a_mapping"].startswith("TypeError") and \
+            "pg_options" in refused["not_a_mapping"], refused
+        assert r["sum"] == [6.0] * 5  # 1 + 2 in the traced group, then 3 + 3 in the world
+    assert sorted(os.listdir(tmp_path)) == ["group-0.json", "group-1.json"]
+    for rank in range(2):
+        trace = (tmp_path / ("group-%d.json" % rank)).read_text()
+        assert '"cat":"call"' in trace and '"name":"allreduce #' in trace, trace[:400]
+
+
 def test_monitored_barrier_names_the_rank_that_did_not_arrive():
     children = ok(run("monitored", 3, 1))
     assert children[1].result("monitored")["error"] is None

@@ -181,6 +181,30 @@ def case_bad_input():
     dist.destroy_process_group()
 
 
+def case_options(trace_dir):
+    rank, n = init()
+    refused = {}
+    for name, settings in [("bad_value", {"GROVE_FIFO_DEPTH": 0}),
+                           ("unknown", {"GROVE_NO_SUCH_KNOB": "1"}),
+                           ("not_a_mapping", 42)]:
+        try:
+            dist.new_group(backend="grove", pg_options=settings)
+            refused[name] = None
+        except Exception as error:  # noqa: BLE001
+            refused[name] = "%s: %s" % (type(error).__name__, error)
+    # A knob set from code reaches the group's communicator: GROVE_TRACE writes this rank's
+    # trace when the group is destroyed. The world group (made without it) writes none.
+    traced = dist.new_group(backend="grove", pg_options=grove_torch.Options(
+        GROVE_TRACE=os.path.join(trace_dir, "group-%r.json"), GROVE_CHECK=True))
+    t = torch.full((5,), float(rank + 1))
+    dist.all_reduce(t, group=traced)
+    dist.destroy_process_group(traced)
+    dist.all_reduce(t)
+    report("options", refused=refused, sum=t.tolist(),
+           files=sorted(os.listdir(trace_dir)))
+    dist.destroy_process_group()
+
+
 def case_monitored(absent):
     rank, n = init(timeout_s=60)
     absent = int(absent)
