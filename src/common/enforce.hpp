@@ -48,27 +48,41 @@ std::string show(const T& value) {
   }
 }
 
+// The failing branches, out of line and cold: a check costs its comparison and one
+// predictable branch where it stands, so that it does not keep small hot functions (a
+// buffer view's chunk, a FIFO's slot) from being inlined.
+template <class... Details>
+[[noreturn, gnu::cold, gnu::noinline]] void failCheck(const char* file, int line,
+                                                      const char* condition,
+                                                      const Details&... trailing) {
+  fail(file, line, condition, "", details(trailing...));
+}
+
+template <class A, class B, class... Details>
+[[noreturn, gnu::cold, gnu::noinline]] void failComparison(const char* file, int line,
+                                                           const char* condition, const A& a,
+                                                           const B& b, const Details&... trailing) {
+  fail(file, line, condition, "(" + show(a) + " vs " + show(b) + ")", details(trailing...));
+}
+
 }  // namespace grove::enforce
 
-#define GROVE_ENFORCE(condition, ...)                                 \
-  do {                                                                \
-    if (!(condition)) {                                               \
-      ::grove::enforce::fail(__FILE__, __LINE__, #condition, "",      \
-                             ::grove::enforce::details(__VA_ARGS__)); \
-    }                                                                 \
+#define GROVE_ENFORCE(condition, ...)                                                         \
+  do {                                                                                        \
+    if (!(condition)) [[unlikely]] {                                                          \
+      ::grove::enforce::failCheck(__FILE__, __LINE__, #condition __VA_OPT__(, ) __VA_ARGS__); \
+    }                                                                                         \
   } while (false)
 
 // Each operand is evaluated once; the values are formatted only when the check fails.
-#define GROVE_ENFORCE_OP_(op, a, b, ...)                                               \
-  do {                                                                                 \
-    const auto& grove_enforce_a_ = (a);                                                \
-    const auto& grove_enforce_b_ = (b);                                                \
-    if (!(grove_enforce_a_ op grove_enforce_b_)) {                                     \
-      ::grove::enforce::fail(__FILE__, __LINE__, #a " " #op " " #b,                    \
-                             "(" + ::grove::enforce::show(grove_enforce_a_) + " vs " + \
-                                 ::grove::enforce::show(grove_enforce_b_) + ")",       \
-                             ::grove::enforce::details(__VA_ARGS__));                  \
-    }                                                                                  \
+#define GROVE_ENFORCE_OP_(op, a, b, ...)                                                        \
+  do {                                                                                          \
+    const auto& grove_enforce_a_ = (a);                                                         \
+    const auto& grove_enforce_b_ = (b);                                                         \
+    if (!(grove_enforce_a_ op grove_enforce_b_)) [[unlikely]] {                                 \
+      ::grove::enforce::failComparison(__FILE__, __LINE__, #a " " #op " " #b, grove_enforce_a_, \
+                                       grove_enforce_b_ __VA_OPT__(, ) __VA_ARGS__);            \
+    }                                                                                           \
   } while (false)
 
 #define GROVE_ENFORCE_EQ(a, b, ...) GROVE_ENFORCE_OP_(==, a, b __VA_OPT__(, ) __VA_ARGS__)

@@ -2,8 +2,31 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace grove::detail {
+
+using transport::MessageTag;
+
+void PointToPointBatch::layOut() {
+  // The caller's buffers are separate allocations; the executor addresses chunks as offsets
+  // from one base, so pieces are laid out from the lowest buffer address of the batch (in
+  // integers: the pointers are never offset outside their own buffers).
+  uintptr_t base = UINTPTR_MAX;
+  for (const Transfer& t : transfers_) {
+    if (t.buffer != nullptr) base = std::min(base, reinterpret_cast<uintptr_t>(t.buffer));
+  }
+  base_ = base == UINTPTR_MAX ? 0 : base;
+  extents_.clear();
+  tags_.clear();
+  for (const algo::Piece& piece : pieces_) {
+    const Transfer& t = transfers_[piece.transfer];
+    const uintptr_t at = t.buffer != nullptr ? reinterpret_cast<uintptr_t>(t.buffer) - base_ : 0;
+    extents_.push_back({static_cast<size_t>(at) + piece.offset, piece.bytes});
+    tags_.push_back(t.tag);
+  }
+  laidOut_ = transfers_;
+}
 
 const exec::BoundPlan& PointToPointBatch::prepare(int rank, int nranks, size_t tileBytes,
                                                   transport::Transport& transport,
@@ -25,22 +48,15 @@ const exec::BoundPlan& PointToPointBatch::prepare(int rank, int nranks, size_t t
     builtTileBytes_ = tileBytes;
   }
 
-  // The caller's buffers are separate allocations; the executor addresses chunks as offsets
-  // from one base, so pieces are laid out from the lowest buffer address of the batch (in
-  // integers: the pointers are never offset outside their own buffers).
-  uintptr_t base = UINTPTR_MAX;
-  for (const Transfer& t : transfers_) {
-    if (t.buffer != nullptr) base = std::min(base, reinterpret_cast<uintptr_t>(t.buffer));
+  // The pieces' places and tags, unless they are those of the last call: the same plan
+  // over the same buffers with the same tags (a loop reusing its buffers) keeps them.
+  bool sameLayout = same && laidOut_.size() == transfers_.size();
+  for (size_t i = 0; sameLayout && i < transfers_.size(); ++i) {
+    sameLayout = laidOut_[i].buffer == transfers_[i].buffer &&
+                 std::memcmp(&laidOut_[i].tag, &transfers_[i].tag, sizeof(MessageTag)) == 0;
   }
-  if (base == UINTPTR_MAX) base = 0;
-  extents_.clear();
-  tags_.clear();
-  for (const algo::Piece& piece : pieces_) {
-    const Transfer& t = transfers_[piece.transfer];
-    const uintptr_t at = t.buffer != nullptr ? reinterpret_cast<uintptr_t>(t.buffer) - base : 0;
-    extents_.push_back({static_cast<size_t>(at) + piece.offset, piece.bytes});
-    tags_.push_back(t.tag);
-  }
+  if (!sameLayout) layOut();
+  const uintptr_t base = base_;
   exec::CallBuffers& b = *buffers;
   b.type = DataType::kUint8;
   b.op = ReduceOp::kSum;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "algo/point_to_point.hpp"
@@ -41,8 +42,8 @@ class PointToPointBatch {
   /// Builds and binds the batch's plan with pieces of at most `tileBytes`, and fills
   /// `buffers` (type, tile, views and per-piece tags) for exec::Execution. Reuses this
   /// batch's storage, and its plan and binding when the batch has the same transfers (peer,
-  /// direction, bytes) as the one it last built: the same batch issued again allocates
-  /// nothing and builds nothing.
+  /// direction, bytes) as the one it last built, and the pieces' layout when the buffers and
+  /// tags are the same too: the same batch issued again allocates nothing and builds nothing.
   const exec::BoundPlan& prepare(int rank, int nranks, size_t tileBytes,
                                  transport::Transport& transport, exec::CallBuffers* buffers);
 
@@ -54,7 +55,12 @@ class PointToPointBatch {
   std::vector<algo::Piece> pieces_;
   std::vector<plan::Extent> extents_;  ///< Piece i's bytes, from base_.
   std::vector<transport::MessageTag> tags_;
+  std::vector<Transfer> laidOut_;  ///< The transfers extents_ and tags_ were laid out for.
+  uintptr_t base_ = 0;             ///< Their lowest buffer address: extents_ count from it.
   exec::BoundPlan bound_;
+
+  /// Lays the pieces of transfers_ out over the caller's buffers: base_, extents_, tags_.
+  void layOut();
 };
 
 }  // namespace grove::detail

@@ -59,7 +59,7 @@ void BoundPlan::rebind(transport::Transport& via) {
 
 void Execution::start(const BoundPlan& plan, const CallBuffers& buffers) {
   plan_ = &plan;
-  buffers_ = buffers;
+  buffers_ = &buffers;
   elementBytes_ = dataTypeSize(buffers.type);
   error_.clear();
   errorCode_ = ErrorCode::kInvalidUsage;
@@ -67,7 +67,7 @@ void Execution::start(const BoundPlan& plan, const CallBuffers& buffers) {
   finished_ = false;
   isOneSided_ = plan.oneSided;
   stage_ = isOneSided_ ? Stage::kPrologue : Stage::kSteps;
-  if (isOneSided_) oneSided_.start(plan, buffers_);
+  if (isOneSided_) oneSided_.start(plan, buffers);
   cursors_.assign(plan.channels.size(), Cursor{});
   remainingChannels_ = 0;
   const auto chunkLength = [this](const BoundStep& bound) { return messageLength(bound.step); };
@@ -79,27 +79,27 @@ void Execution::start(const BoundPlan& plan, const CallBuffers& buffers) {
 
 size_t Execution::messageLength(const plan::Step& step) const {
   const plan::ChunkRef& ref = plan::messageChunk(step);
-  const BufferView& view = ref.buffer == plan::BufferKind::kInput    ? buffers_.input
-                           : ref.buffer == plan::BufferKind::kOutput ? buffers_.output
-                                                                     : buffers_.scratch;
+  const BufferView& view = ref.buffer == plan::BufferKind::kInput    ? buffers_->input
+                           : ref.buffer == plan::BufferKind::kOutput ? buffers_->output
+                                                                     : buffers_->scratch;
   return view.chunk(ref.chunk).length;
 }
 
 size_t Execution::offsetOf(const plan::ChunkRef& ref, uint64_t tile) const {
-  const BufferView& view = ref.buffer == plan::BufferKind::kInput    ? buffers_.input
-                           : ref.buffer == plan::BufferKind::kOutput ? buffers_.output
-                                                                     : buffers_.scratch;
+  const BufferView& view = ref.buffer == plan::BufferKind::kInput    ? buffers_->input
+                           : ref.buffer == plan::BufferKind::kOutput ? buffers_->output
+                                                                     : buffers_->scratch;
   const Extent extent = view.chunk(ref.chunk);
-  return (extent.offset + plan::tileSpan(extent.length, tile, buffers_.tileElems).begin) *
+  return (extent.offset + plan::tileSpan(extent.length, tile, buffers_->tileElems).begin) *
          elementBytes_;
 }
 
 char* Execution::address(const plan::ChunkRef& ref, uint64_t tile, size_t* elements) const {
-  const BufferView& view = ref.buffer == plan::BufferKind::kInput    ? buffers_.input
-                           : ref.buffer == plan::BufferKind::kOutput ? buffers_.output
-                                                                     : buffers_.scratch;
+  const BufferView& view = ref.buffer == plan::BufferKind::kInput    ? buffers_->input
+                           : ref.buffer == plan::BufferKind::kOutput ? buffers_->output
+                                                                     : buffers_->scratch;
   const Extent extent = view.chunk(ref.chunk);
-  const plan::TileSpan span = plan::tileSpan(extent.length, tile, buffers_.tileElems);
+  const plan::TileSpan span = plan::tileSpan(extent.length, tile, buffers_->tileElems);
   *elements = span.length;
   if (view.base == nullptr) return nullptr;
   return view.base + (extent.offset + span.begin) * elementBytes_;
@@ -107,7 +107,7 @@ char* Execution::address(const plan::ChunkRef& ref, uint64_t tile, size_t* eleme
 
 Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
   const plan::Step& step = bound.step;
-  if (!plan::exchangesOn(messageLength(step), tile, buffers_.tileElems)) return StepResult::kFired;
+  if (!plan::exchangesOn(messageLength(step), tile, buffers_->tileElems)) return StepResult::kFired;
 
   size_t srcElems = 0;
   size_t dstElems = 0;
@@ -132,9 +132,9 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
   if (plan::oneSided(step.op)) return fireOneSided(step, tile, src, dst, elements);
   size_t bytes = plan::signals(step.op) ? 0 : elements * elementBytes_;
 
-  const transport::MessageTag& mine = buffers_.chunkTags != nullptr
-                                          ? buffers_.chunkTags[plan::messageChunk(step).chunk]
-                                          : buffers_.tag;
+  const transport::MessageTag& mine = buffers_->chunkTags != nullptr
+                                          ? buffers_->chunkTags[plan::messageChunk(step).chunk]
+                                          : buffers_->tag;
   const void* in = nullptr;
   if (plan::receives(step.op)) {
     size_t inBytes = 0;
@@ -164,11 +164,11 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
     if (out == nullptr) return StepResult::kBlocked;
   }
 
-  const DataType type = buffers_.type;
-  const ReduceOp op = buffers_.op;
+  const DataType type = buffers_->type;
+  const ReduceOp op = buffers_->op;
   auto combine = [&](void* to, const void* a, const void* b) {
     if (step.finalize) {
-      reduceFinalize(to, a, b, elements, type, op, buffers_.nranks);
+      reduceFinalize(to, a, b, elements, type, op, buffers_->nranks);
     } else {
       reduce(to, a, b, elements, type, op);
     }
@@ -185,7 +185,7 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
       break;
     case OpKind::kCopy:
       if (bytes && dst != src) memmove(dst, src, bytes);
-      if (step.finalize) finalize(dst, elements, type, op, buffers_.nranks);
+      if (step.finalize) finalize(dst, elements, type, op, buffers_->nranks);
       break;
     case OpKind::kReduce:
       combine(dst, dst, src);
@@ -215,8 +215,8 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
   }
   if (in != nullptr) bound.recv->release();
   if (out != nullptr) {
-    if (buffers_.faultDelay.count() > 0) std::this_thread::sleep_for(buffers_.faultDelay);
-    bound.send->commit(bytes, stamped(mine, buffers_.checksum, out, bytes));
+    if (buffers_->faultDelay.count() > 0) std::this_thread::sleep_for(buffers_->faultDelay);
+    bound.send->commit(bytes, stamped(mine, buffers_->checksum, out, bytes));
   }
   return StepResult::kFired;
 }
@@ -278,7 +278,7 @@ Progress Execution::advanceSteps() {
     const std::vector<BoundStep>& steps = plan_->channels[c];
     while (!cursor.done()) {
       const BoundStep& bound = steps[cursor.step];
-      if (buffers_.trace != nullptr) {
+      if (buffers_->trace != nullptr) {
         cursor.attemptNs = traceNowNs();
         if (cursor.readyNs == 0) cursor.readyNs = cursor.attemptNs;
       }
@@ -295,7 +295,7 @@ Progress Execution::advanceSteps() {
       }
       unreadable_ = false;
       if (result == StepResult::kBlocked) break;
-      if (buffers_.trace != nullptr && result == StepResult::kFired) {
+      if (buffers_->trace != nullptr && result == StepResult::kFired) {
         traceFired(c, cursor, bound.step);
       }
       if (result == StepResult::kFailed) {
@@ -312,20 +312,20 @@ Progress Execution::advanceSteps() {
 
 void Execution::traceFired(size_t channel, Cursor& cursor, const plan::Step& step) {
   const size_t length = messageLength(step);
-  if (plan::exchangesOn(length, cursor.tile, buffers_.tileElems)) {
+  if (plan::exchangesOn(length, cursor.tile, buffers_->tileElems)) {
     StepRecord record;
     record.endNs = traceNowNs();
     record.readyNs = cursor.readyNs;
     record.attemptNs = cursor.attemptNs;
-    record.sequence = buffers_.sequence;
+    record.sequence = buffers_->sequence;
     record.tile = cursor.tile;
-    record.bytes = plan::tileSpan(length, cursor.tile, buffers_.tileElems).length * elementBytes_;
+    record.bytes = plan::tileSpan(length, cursor.tile, buffers_->tileElems).length * elementBytes_;
     record.channel = static_cast<int32_t>(channel);
     record.step = static_cast<int32_t>(cursor.step);
     record.recvPeer = plan::receives(step.op) ? step.recvPeer : -1;
     record.sendPeer = plan::sends(step.op) ? step.sendPeer : -1;
     record.op = static_cast<uint8_t>(step.op);
-    buffers_.trace->addStep(record);
+    buffers_->trace->addStep(record);
   }
   // The next step of this channel is current from now on.
   cursor.readyNs = 0;

@@ -104,7 +104,8 @@ struct WaitPoint {
 class Execution {
  public:
   /// Prepares to run `plan` over `buffers` (no allocation when reused with the same number
-  /// of channels).
+  /// of channels). Both must stay valid and unchanged until the execution is done or
+  /// started again: the execution refers to them.
   void start(const BoundPlan& plan, const CallBuffers& buffers);
 
   /// Fires every step that can fire now.
@@ -148,7 +149,7 @@ class Execution {
                           size_t elements);
 
   const BoundPlan* plan_ = nullptr;
-  CallBuffers buffers_;
+  const CallBuffers* buffers_ = nullptr;  ///< The caller's (not copied: start is per call).
   size_t elementBytes_ = 1;
   std::vector<Cursor> cursors_;
   int remainingChannels_ = 0;

@@ -49,7 +49,8 @@ class Cluster {
       rank.scratch.assign(p.scratchBlocks * count, -1.0f);
       const uint32_t k = p.chunksPerBlock;
       rank.bound = exec::BoundPlan::bind(std::move(plans[r]), rank.transport);
-      exec::CallBuffers buffers;
+      exec::CallBuffers& buffers = rank.buffers;
+      buffers = {};
       buffers.input = {bytes(rank.input), count, k};
       buffers.output = {bytes(rank.output), count, k};
       buffers.scratch = {bytes(rank.scratch), count, k};
@@ -114,6 +115,7 @@ class Cluster {
     std::vector<float> input, output, scratch;
     std::vector<char> staging;
     exec::BoundPlan bound;
+    exec::CallBuffers buffers;  ///< What the execution runs over (it refers to them).
     exec::Execution execution;
   };
   static char* bytes(std::vector<float>& values) {
