@@ -5,7 +5,8 @@
 // cheapest form; every size is known from the counts before a byte is written, so a block
 // that would not shrink is copied raw without ever being coded. The mantissa planes of
 // trained tensors are close to random, so they are first judged on a sample of every 16th
-// byte and only counted in full when the sample says coding could pay.
+// byte and only counted in full when the sample says coding could pay; and a plane that was
+// not worth coding in one block is taken raw, unjudged, in the next 15 (PlaneHistory).
 #include "codec/codec.hpp"
 
 #include <algorithm>
@@ -73,6 +74,14 @@ struct PlaneChoice {
   size_t bytes = 0;
 };
 
+/// What one encode() call remembers across its blocks: how many blocks in a row each
+/// mantissa plane was not worth coding. Such a plane is only judged again every
+/// kRecheckBlocks blocks; a tensor's planes keep their character from block to block.
+struct PlaneHistory {
+  uint32_t declined[kMaxPlanes] = {};
+};
+constexpr uint32_t kRecheckBlocks = 16;
+
 void choosePlane(const uint8_t* plane, size_t n, bool sampleFirst, huffman::Counts& counts,
                  PlaneChoice& choice) {
   choice.mode = kPlaneRaw;
@@ -102,7 +111,8 @@ void choosePlane(const uint8_t* plane, size_t n, bool sampleFirst, huffman::Coun
 
 /// Writes block [first, first + n) at `out`; returns its size. `out` has room for the raw
 /// form (1 + n·s bytes) plus huffman::kWriteSlack.
-size_t encodeBlock(const uint8_t* in, size_t n, DataType type, uint8_t* out, Workspace& ws) {
+size_t encodeBlock(const uint8_t* in, size_t n, DataType type, uint8_t* out, Workspace& ws,
+                   PlaneHistory& history) {
   const size_t size = dataTypeSize(type);
   const size_t raw = n * size;
   const int planes = planeCount(type);
@@ -114,7 +124,14 @@ size_t encodeBlock(const uint8_t* in, size_t n, DataType type, uint8_t* out, Wor
     PlaneChoice choice[kMaxPlanes];
     size_t payload = 0;
     for (int p = 0; p < planes; ++p) {
-      choosePlane(plane[p], n, p > 0, WorkspaceAccess::counts(ws, p), choice[p]);
+      uint32_t& declined = history.declined[p];
+      if (p > 0 && declined > 0 && declined % kRecheckBlocks != 0) {
+        choice[p].mode = kPlaneRaw;  // declined in the last block: not judged again yet
+        choice[p].bytes = 1 + n;
+      } else {
+        choosePlane(plane[p], n, p > 0, WorkspaceAccess::counts(ws, p), choice[p]);
+      }
+      declined = choice[p].mode == kPlaneRaw ? declined + 1 : 0;
       payload += choice[p].bytes;
     }
     if (payload + 4 < raw) {
@@ -198,9 +215,10 @@ Expected<size_t> encode(const void* input, size_t count, DataType type, void* ou
   store32(out + 16, static_cast<uint32_t>(elements));
   size_t pos = kFrameHeaderBytes;
   const auto* in = static_cast<const uint8_t*>(input);
+  PlaneHistory history;
   for (size_t first = 0; first < count; first += elements) {
     const size_t n = std::min(elements, count - first);
-    pos += encodeBlock(in + first * size, n, type, out + pos, workspace);
+    pos += encodeBlock(in + first * size, n, type, out + pos, workspace, history);
   }
   return pos;
 }

@@ -2,11 +2,11 @@
 // canonical codes, and the encoder and decoder of the four-stream layout.
 //
 // Speed is what shapes it (the codec must code a bfloat16 exponent plane at well over
-// 1 GB/s of input): the encoder adds four codes to a 64-bit accumulator between whole-word
-// stores, and the decoder refills four such accumulators from unaligned 8-byte loads (one
-// refill covers five 11-bit codes), so its inner loop has no branch but the loop test. Near
-// the end of a stream, where an 8-byte load would leave the stream, a byte-wise refill
-// takes over and every code is checked against the bits really there.
+// 1 GB/s of input): the encoder writes the four streams interleaved, each adding four codes
+// to its 64-bit accumulator between whole-word stores, and the decoder refills four such
+// accumulators from unaligned 8-byte loads (one refill covers five 11-bit codes), so its inner loop
+// has no branch but the loop test. Near the end of a stream, where an 8-byte load would leave the
+// stream, a byte-wise refill takes over and every code is checked against the bits really there.
 #include "codec/huffman.hpp"
 
 #include <algorithm>
@@ -109,36 +109,33 @@ size_t headerBytes(const uint8_t lengths[256], int* first, int* last) {
   return 2 + static_cast<size_t>(hi - lo + 2) / 2 + 4 * kStreams;
 }
 
-/// Writes the `n` symbols at `in` as one stream at `out` (kWriteSlack bytes of room past the
-/// end); returns its length in bytes.
-size_t encodeStream(const uint8_t* in, size_t n, const uint32_t* codes, uint8_t* out) {
-  uint64_t acc = 0;
-  unsigned bits = 0;
-  uint8_t* p = out;
-  size_t i = 0;
-  // Four codes of at most 11 bits on top of at most 7 pending bits fit in 51 bits.
-  for (; i + 4 <= n; i += 4) {
-    for (size_t k = 0; k < 4; ++k) {
-      const uint32_t e = codes[in[i + k]];
-      acc |= uint64_t{e & 0xffffu} << bits;
-      bits += e >> 16;
-    }
-    store64(p, acc);
-    p += bits >> 3;
-    acc >>= bits & ~7u;
-    bits &= 7u;
+/// One stream being written: its accumulator and where its bytes go. `end` is where the
+/// next stream starts (for the last, the end of the plane plus kWriteSlack): a whole-word
+/// store is used only while it stays below `end`, so streams can be written interleaved.
+struct Writer {
+  uint8_t* p;
+  uint8_t* end;
+  uint64_t acc;
+  unsigned bits;  // pending bits in acc, < 8 after a flush
+};
+
+inline void put(Writer& w, uint32_t entry) {
+  w.acc |= uint64_t{entry & 0xffffu} << w.bits;
+  w.bits += entry >> 16;
+}
+
+inline void flush(Writer& w) {
+  if (w.p + 8 <= w.end) {
+    store64(w.p, w.acc);
+    w.p += w.bits >> 3;
+    w.acc >>= w.bits & ~7u;
+    w.bits &= 7u;
+    return;
   }
-  for (; i < n; ++i) {
-    const uint32_t e = codes[in[i]];
-    acc |= uint64_t{e & 0xffffu} << bits;
-    bits += e >> 16;
-    store64(p, acc);
-    p += bits >> 3;
-    acc >>= bits & ~7u;
-    bits &= 7u;
+  for (; w.bits >= 8; w.bits -= 8) {
+    *w.p++ = static_cast<uint8_t>(w.acc);
+    w.acc >>= 8;
   }
-  if (bits > 0) *p++ = static_cast<uint8_t>(acc);
-  return static_cast<size_t>(p - out);
 }
 
 struct Reader {
@@ -248,17 +245,21 @@ std::array<uint32_t, 256> sampleSymbols(const uint8_t* plane, size_t n, size_t s
 
 int buildLengths(const std::array<uint32_t, 256>& counts, uint8_t lengths[256]) {
   std::memset(lengths, 0, 256);
-  std::array<uint32_t, 256> order{};  // count << 8 | symbol, sorted ascending
+  // Symbols by ascending count (ties by symbol), as one integer key each: sorting plain
+  // integers is several times faster than sorting through a comparator on the counts.
+  std::array<uint64_t, 256> keys;
   int n = 0;
   for (int s = 0; s < 256; ++s) {
-    if (counts[s] > 0) order[n++] = static_cast<uint32_t>(s);
+    if (counts[s] > 0) keys[n++] = uint64_t{counts[s]} << 8 | static_cast<uint64_t>(s);
   }
   if (n < 2) return n;
-  std::sort(order.begin(), order.begin() + n, [&](uint32_t a, uint32_t b) {
-    return counts[a] != counts[b] ? counts[a] < counts[b] : a < b;
-  });
-  std::array<uint32_t, 256> a{};
-  for (int i = 0; i < n; ++i) a[i] = counts[order[i]];
+  std::sort(keys.begin(), keys.begin() + n);
+  std::array<uint8_t, 256> order;
+  std::array<uint32_t, 256> a;
+  for (int i = 0; i < n; ++i) {
+    order[i] = static_cast<uint8_t>(keys[i]);
+    a[i] = static_cast<uint32_t>(keys[i] >> 8);
+  }
   minimumRedundancy(a.data(), n);  // a[i]: length of order[i], non-increasing in i
 
   // Limit the lengths to kMaxLength (zlib's and miniz's way): clamp, then, while the code is
@@ -326,14 +327,43 @@ size_t encodePlane(const uint8_t* plane, size_t n, const Counts& counts, const u
   uint32_t entries[256];
   for (int s = 0; s < 256; ++s) entries[s] = codes[s] | (uint32_t{lengths[s]} << 16);
 
+  // Every stream's size follows from its counts, so all four are written at once, each at
+  // its final place: four independent accumulators keep the core busy.
   uint8_t* sizes = out + header - 4 * kStreams;
   uint8_t* p = out + header;
+  Writer w[kStreams];
+  const uint8_t* in[kStreams];
+  size_t count[kStreams];
   for (int j = 0; j < kStreams; ++j) {
-    const size_t bytes = encodeStream(plane + streamStart(n, j), streamSymbols(n, j), entries, p);
+    uint64_t bits = 0;
+    for (int s = 0; s < 256; ++s) bits += uint64_t{counts.stream[j][s]} * lengths[s];
+    const auto bytes = static_cast<size_t>((bits + 7) / 8);
     store32(sizes + 4 * j, static_cast<uint32_t>(bytes));
+    w[j] = Writer{p, p + bytes, 0, 0};
+    in[j] = plane + streamStart(n, j);
+    count[j] = streamSymbols(n, j);
     p += bytes;
   }
-  (void)counts;  // the sizes were known from them; codedBytes() equals what was written
+  w[kStreams - 1].end += kWriteSlack;
+  // Five codes of at most 11 bits on top of at most 7 pending bits fit in 62 bits.
+  const size_t common = count[kStreams - 1] / 5 * 5;
+  for (size_t i = 0; i < common; i += 5) {
+    for (int j = 0; j < kStreams; ++j) {
+      put(w[j], entries[in[j][i]]);
+      put(w[j], entries[in[j][i + 1]]);
+      put(w[j], entries[in[j][i + 2]]);
+      put(w[j], entries[in[j][i + 3]]);
+      put(w[j], entries[in[j][i + 4]]);
+      flush(w[j]);
+    }
+  }
+  for (int j = 0; j < kStreams; ++j) {
+    for (size_t i = common; i < count[j]; ++i) {
+      put(w[j], entries[in[j][i]]);
+      flush(w[j]);
+    }
+    if (w[j].bits > 0) *w[j].p++ = static_cast<uint8_t>(w[j].acc);
+  }
   return static_cast<size_t>(p - out);
 }
 
