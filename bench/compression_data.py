@@ -5,8 +5,8 @@ files and measures ZipNN on exactly those bytes.
     compression_data.py OUT_DIR MODEL_SAFETENSORS
 
 Writes OUT_DIR/NAME.DTYPE.bin for
-  minilm   every tensor of the all-MiniLM-L6-v2 safetensors file, flattened and concatenated
-           in name order: float32 as shipped, and cast to bfloat16 and float16 (round to
+  minilm   every float32 tensor of the all-MiniLM-L6-v2 safetensors file, flattened and
+           concatenated in name order: as shipped, and cast to bfloat16 and float16 (round to
            nearest even, as torch casts);
   resnet18 the gradients of torchvision's resnet18 (weights=None, seed 0) after 3 steps of
            SGD on random images and labels, concatenated in parameter order: float32, and
@@ -29,7 +29,8 @@ from zipnn import ZipNN
 
 def minilm(path):
     tensors = load_file(str(path))
-    parts = [tensors[name].astype(np.float32, copy=False).ravel() for name in sorted(tensors)]
+    # The weights only: the file also holds an int64 buffer (position_ids).
+    parts = [tensors[n].ravel() for n in sorted(tensors) if tensors[n].dtype == np.float32]
     return torch.from_numpy(np.concatenate(parts))
 
 
