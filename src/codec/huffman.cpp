@@ -119,9 +119,16 @@ struct Writer {
   unsigned bits;  // pending bits in acc, < 8 after a flush
 };
 
-inline void put(Writer& w, uint32_t entry) {
-  w.acc |= uint64_t{entry & 0xffffu} << w.bits;
-  w.bits += entry >> 16;
+/// A code as the encoder wants it: bits (reversed canonical code) and length apart, so that
+/// each is one plain load rather than a load and a mask or shift.
+struct Code {
+  const uint16_t* bits;
+  const uint8_t* length;
+};
+
+inline void put(Writer& w, Code code, uint8_t symbol) {
+  w.acc |= uint64_t{code.bits[symbol]} << w.bits;
+  w.bits += code.length[symbol];
 }
 
 inline void flush(Writer& w) {
@@ -142,31 +149,31 @@ inline void flush(Writer& w) {
 /// compiler keeps in registers, and four would not fit (they spilled to the stack and the
 /// loop ran at memory speed).
 void encodePair(Writer& first, const uint8_t* a, size_t na, Writer& second, const uint8_t* b,
-                size_t nb, const uint32_t* entries) {
+                size_t nb, Code code) {
   Writer x = first;
   Writer y = second;
   // Five codes of at most 11 bits on top of at most 7 pending bits fit in 62 bits.
   const size_t common = std::min(na, nb) / 5 * 5;
   for (size_t i = 0; i < common; i += 5) {
-    put(x, entries[a[i]]);
-    put(y, entries[b[i]]);
-    put(x, entries[a[i + 1]]);
-    put(y, entries[b[i + 1]]);
-    put(x, entries[a[i + 2]]);
-    put(y, entries[b[i + 2]]);
-    put(x, entries[a[i + 3]]);
-    put(y, entries[b[i + 3]]);
-    put(x, entries[a[i + 4]]);
-    put(y, entries[b[i + 4]]);
+    put(x, code, a[i]);
+    put(y, code, b[i]);
+    put(x, code, a[i + 1]);
+    put(y, code, b[i + 1]);
+    put(x, code, a[i + 2]);
+    put(y, code, b[i + 2]);
+    put(x, code, a[i + 3]);
+    put(y, code, b[i + 3]);
+    put(x, code, a[i + 4]);
+    put(y, code, b[i + 4]);
     flush(x);
     flush(y);
   }
   for (size_t i = common; i < na; ++i) {
-    put(x, entries[a[i]]);
+    put(x, code, a[i]);
     flush(x);
   }
   for (size_t i = common; i < nb; ++i) {
-    put(y, entries[b[i]]);
+    put(y, code, b[i]);
     flush(y);
   }
   if (x.bits > 0) *x.p++ = static_cast<uint8_t>(x.acc);
@@ -361,8 +368,7 @@ size_t encodePlane(const uint8_t* plane, size_t n, const Counts& counts, const u
   }
   uint16_t codes[256] = {};
   canonicalCodes(lengths, codes);
-  uint32_t entries[256];
-  for (int s = 0; s < 256; ++s) entries[s] = codes[s] | (uint32_t{lengths[s]} << 16);
+  const Code code{codes, lengths};
 
   // Every stream's size follows from its counts, so each is written straight to its final
   // place, two at a time: two independent accumulators keep the core busy.
@@ -382,8 +388,8 @@ size_t encodePlane(const uint8_t* plane, size_t n, const Counts& counts, const u
     p += bytes;
   }
   w[kStreams - 1].end += kWriteSlack;
-  encodePair(w[0], in[0], count[0], w[1], in[1], count[1], entries);
-  encodePair(w[2], in[2], count[2], w[3], in[3], count[3], entries);
+  encodePair(w[0], in[0], count[0], w[1], in[1], count[1], code);
+  encodePair(w[2], in[2], count[2], w[3], in[3], count[3], code);
   return static_cast<size_t>(p - out);
 }
 
