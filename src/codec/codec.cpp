@@ -27,6 +27,7 @@ struct WorkspaceAccess {
   static uint8_t* planes(Workspace& w) { return w.planes_.data(); }
   static huffman::Counts& counts(Workspace& w, int plane) { return w.counts_[plane]; }
   static huffman::DecodeTable& table(Workspace& w) { return *w.table_; }
+  static huffman::PairTable& pairs(Workspace& w) { return *w.pairs_; }
 };
 
 namespace {
@@ -158,7 +159,7 @@ size_t encodeBlock(const uint8_t* in, size_t n, DataType type, uint8_t* out, Wor
           *q++ = choice[p].value;
         } else {
           q += huffman::encodePlane(plane[p], n, WorkspaceAccess::counts(ws, p), choice[p].lengths,
-                                    q);
+                                    WorkspaceAccess::pairs(ws), q);
         }
       }
       return static_cast<size_t>(q - out);
@@ -172,7 +173,9 @@ size_t encodeBlock(const uint8_t* in, size_t n, DataType type, uint8_t* out, Wor
 }  // namespace
 
 Workspace::Workspace()
-    : counts_(new huffman::Counts[kMaxPlanes]), table_(new huffman::DecodeTable) {}
+    : counts_(new huffman::Counts[kMaxPlanes]),
+      table_(new huffman::DecodeTable),
+      pairs_(new huffman::PairTable) {}
 
 Workspace::Workspace(size_t blockBytes) : Workspace() { reserve(blockBytes); }
 

@@ -82,6 +82,7 @@ class Workspace {
   std::vector<uint8_t> planes_;
   std::unique_ptr<huffman::Counts[]> counts_;  // one per plane
   std::unique_ptr<huffman::DecodeTable> table_;
+  std::unique_ptr<huffman::PairTable> pairs_;
 };
 
 /// Encodes `count` elements of `type` from `input` as one frame into `output`, which has

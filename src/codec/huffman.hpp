@@ -68,11 +68,19 @@ size_t codedBytes(const Counts& counts, const uint8_t lengths[256]);
 /// Bits of the `counts` coded with `lengths`, without header or padding.
 uint64_t codedBits(const std::array<uint32_t, 256>& counts, const uint8_t lengths[256]);
 
+/// The encoder's table of two-symbol codes, indexed by two plane bytes read as one
+/// little-endian 16-bit value: combined code bits | combined length << 24. encodePlane fills
+/// the entries of the symbols present and reads only those (256 KiB, so it lives in the
+/// codec's workspace, not on the stack).
+struct PairTable {
+  uint32_t entry[1 << 16];
+};
+
 /// Writes the coded plane of the `n` bytes at `plane`, whose counts and lengths are given,
 /// to `out`, which has room for codedBytes(counts, lengths) + kWriteSlack bytes. Returns
 /// codedBytes(counts, lengths).
 size_t encodePlane(const uint8_t* plane, size_t n, const Counts& counts, const uint8_t lengths[256],
-                   uint8_t* out);
+                   PairTable& pairs, uint8_t* out);
 
 /// A decoding table, rebuilt from each coded plane's lengths.
 struct DecodeTable {

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -325,7 +326,8 @@ TEST(CodecHuffman, LengthsAreLimitedAndComplete) {
   huffman::countSymbols(plane.data(), plane.size(), c);
   ASSERT_EQ(huffman::buildLengths(c.total(), lengths), 30);
   Bytes coded(huffman::codedBytes(c, lengths) + huffman::kWriteSlack);
-  EXPECT_EQ(huffman::encodePlane(plane.data(), plane.size(), c, lengths, coded.data()),
+  auto pairs = std::make_unique<huffman::PairTable>();
+  EXPECT_EQ(huffman::encodePlane(plane.data(), plane.size(), c, lengths, *pairs, coded.data()),
             coded.size() - huffman::kWriteSlack);
   Bytes back(plane.size());
   huffman::DecodeTable table;
