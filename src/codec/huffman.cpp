@@ -159,19 +159,34 @@ inline void flush(Writer& w) {
 /// Writes two streams at once. Two, not four: the writers are copied into locals that the
 /// compiler keeps in registers, and four would not fit (they spilled to the stack and the
 /// loop ran at memory speed).
+template <bool kPairs>
 void encodePair(Writer& first, const uint8_t* a, size_t na, Writer& second, const uint8_t* b,
                 size_t nb, Code code) {
   Writer x = first;
   Writer y = second;
-  // Two pairs of codes of at most 11 bits on top of at most 7 pending bits fit in 51 bits.
-  const size_t common = std::min(na, nb) / 4 * 4;
-  for (size_t i = 0; i < common; i += 4) {
-    putPair(x, code, a + i);
-    putPair(y, code, b + i);
-    putPair(x, code, a + i + 2);
-    putPair(y, code, b + i + 2);
-    flush(x);
-    flush(y);
+  size_t common;
+  if constexpr (kPairs) {
+    // Two pairs of codes of at most 11 bits on top of at most 7 pending bits fit in 51 bits.
+    common = std::min(na, nb) / 4 * 4;
+    for (size_t i = 0; i < common; i += 4) {
+      putPair(x, code, a + i);
+      putPair(y, code, b + i);
+      putPair(x, code, a + i + 2);
+      putPair(y, code, b + i + 2);
+      flush(x);
+      flush(y);
+    }
+  } else {
+    // Five codes of at most 11 bits on top of at most 7 pending bits fit in 62 bits.
+    common = std::min(na, nb) / 5 * 5;
+    for (size_t i = 0; i < common; i += 5) {
+      for (size_t k = 0; k < 5; ++k) {
+        put(x, code, a[i + k]);
+        put(y, code, b[i + k]);
+      }
+      flush(x);
+      flush(y);
+    }
   }
   for (size_t i = common; i < na; ++i) {
     put(x, code, a[i]);
@@ -373,13 +388,20 @@ size_t encodePlane(const uint8_t* plane, size_t n, const Counts& counts, const u
   }
   uint16_t codes[256] = {};
   canonicalCodes(lengths, codes);
-  // The pairs of occupied symbols only: every pair the plane holds, a few thousand entries.
-  for (int a = first; a <= last; ++a) {
-    if (lengths[a] == 0) continue;
-    for (int b = first; b <= last; ++b) {
-      if (lengths[b] == 0) continue;
-      pairs.entry[a | b << 8] =
-          (codes[a] | uint32_t{codes[b]} << lengths[a]) | uint32_t(lengths[a] + lengths[b]) << 24;
+  // The pairs of occupied symbols only: every pair the plane can hold. Worth it when there
+  // are few (an exponent plane's few dozen symbols give a few thousand pairs); a plane of
+  // many symbols is coded one symbol at a time instead.
+  int occupied = 0;
+  for (int s = first; s <= last; ++s) occupied += lengths[s] != 0;
+  const bool usePairs = static_cast<size_t>(occupied) * static_cast<size_t>(occupied) <= n / 8;
+  if (usePairs) {
+    for (int a = first; a <= last; ++a) {
+      if (lengths[a] == 0) continue;
+      for (int b = first; b <= last; ++b) {
+        if (lengths[b] == 0) continue;
+        pairs.entry[a | b << 8] =
+            (codes[a] | uint32_t{codes[b]} << lengths[a]) | uint32_t(lengths[a] + lengths[b]) << 24;
+      }
     }
   }
   const Code code{codes, lengths, pairs.entry};
@@ -402,8 +424,13 @@ size_t encodePlane(const uint8_t* plane, size_t n, const Counts& counts, const u
     p += bytes;
   }
   w[kStreams - 1].end += kWriteSlack;
-  encodePair(w[0], in[0], count[0], w[1], in[1], count[1], code);
-  encodePair(w[2], in[2], count[2], w[3], in[3], count[3], code);
+  if (usePairs) {
+    encodePair<true>(w[0], in[0], count[0], w[1], in[1], count[1], code);
+    encodePair<true>(w[2], in[2], count[2], w[3], in[3], count[3], code);
+  } else {
+    encodePair<false>(w[0], in[0], count[0], w[1], in[1], count[1], code);
+    encodePair<false>(w[2], in[2], count[2], w[3], in[3], count[3], code);
+  }
   return static_cast<size_t>(p - out);
 }
 
