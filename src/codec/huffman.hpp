@@ -62,6 +62,10 @@ std::array<uint32_t, 256> sampleSymbols(const uint8_t* plane, size_t n, size_t s
 /// code is built and every length is 0.
 int buildLengths(const std::array<uint32_t, 256>& counts, uint8_t lengths[256]);
 
+/// The canonical codes of `lengths` (by length, then symbol value), bit-reversed for
+/// least-significant-bit-first streams; entries of absent symbols are left as they are.
+void canonicalCodes(const uint8_t lengths[256], uint16_t codes[256]);
+
 /// Bytes of the coded plane (header and streams) for `counts` and `lengths`.
 size_t codedBytes(const Counts& counts, const uint8_t lengths[256]);
 
