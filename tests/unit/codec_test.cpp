@@ -2,8 +2,7 @@
 // and counts (0, 1, block edges, non-multiples), special values bit for bit (NaN payloads,
 // ±inf, subnormals, −0, every 16-bit pattern), the exact sizes of raw, constant and empty
 // frames, the plane variants against each other, the Huffman code's length limit, block-by-
-// block decoding, and corrupt frames (truncation at every byte, every byte flipped, length
-// fields, type and count) failing with a message, never crashing.
+// block decoding and argument checks. Corrupt frames: codec_corrupt_test.cpp.
 #include "codec/codec.hpp"
 
 #include <gtest/gtest.h>
@@ -23,80 +22,13 @@
 #include "exec/half.hpp"
 #include "gmock/gmock.h"
 #include "grove/types.hpp"
+#include "support/codec_data.hpp"
 
 namespace grove::codec {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
+using namespace testdata;  // NOLINT: the shared data and helpers of every codec test
 using ::testing::HasSubstr;
-
-constexpr DataType kAllTypes[] = {DataType::kInt8,    DataType::kUint8,   DataType::kInt32,
-                                  DataType::kUint32,  DataType::kInt64,   DataType::kUint64,
-                                  DataType::kFloat16, DataType::kFloat32, DataType::kFloat64,
-                                  DataType::kBFloat16};
-constexpr DataType kPlaneTypes[] = {DataType::kFloat16, DataType::kFloat32, DataType::kBFloat16};
-
-/// `count` values of `type` like a trained tensor's: normal(0, 0.02) in the type's format
-/// (integers: the same values scaled), so the exponent planes are worth coding.
-Bytes gaussian(DataType type, size_t count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 0.02f);
-  const size_t size = dataTypeSize(type);
-  Bytes out(count * size);
-  for (size_t i = 0; i < count; ++i) {
-    const float v = normal(rng);
-    uint8_t* p = out.data() + i * size;
-    if (type == DataType::kFloat32) {
-      const uint32_t bits = exec::half_detail::floatBits(v);
-      std::memcpy(p, &bits, 4);
-    } else if (type == DataType::kBFloat16) {
-      const uint16_t bits = exec::floatToBfloat16(v);
-      std::memcpy(p, &bits, 2);
-    } else if (type == DataType::kFloat16) {
-      const uint16_t bits = exec::floatToHalf(v);
-      std::memcpy(p, &bits, 2);
-    } else if (type == DataType::kFloat64) {
-      const double d = v;
-      std::memcpy(p, &d, 8);
-    } else {
-      const auto x = static_cast<int64_t>(std::lround(v * 3000));
-      std::memcpy(p, &x, size);
-    }
-  }
-  return out;
-}
-
-Bytes randomBytes(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  Bytes out(n);
-  for (auto& b : out) b = static_cast<uint8_t>(rng());
-  return out;
-}
-
-Bytes encoded(const Bytes& data, DataType type, size_t blockBytes = kDefaultBlockBytes) {
-  const size_t count = data.size() / dataTypeSize(type);
-  Bytes frame(maxEncodedBytes(count, type, blockBytes));
-  Workspace ws;
-  auto size = encode(data.data(), count, type, frame.data(), frame.size(), ws, blockBytes);
-  EXPECT_TRUE(size.ok()) << size.message();
-  frame.resize(size.ok() ? *size : 0);
-  return frame;
-}
-
-Status decodeInto(const Bytes& frame, size_t size, Bytes& out, DataType type) {
-  Workspace ws;
-  return decode(frame.data(), size, out.data(), out.size() / dataTypeSize(type), type, ws);
-}
-
-void expectRoundTrip(const Bytes& data, DataType type, size_t blockBytes) {
-  const size_t count = data.size() / dataTypeSize(type);
-  const Bytes frame = encoded(data, type, blockBytes);
-  EXPECT_LE(frame.size(), maxEncodedBytes(count, type, blockBytes));
-  Bytes back(data.size(), 0xa5);
-  const Status status = decodeInto(frame, frame.size(), back, type);
-  ASSERT_TRUE(status.ok()) << status.message();
-  EXPECT_EQ(back, data) << toString(type) << " count " << count << " block " << blockBytes;
-}
 
 TEST(CodecRoundTrip, EveryTypeBlockSizeAndCount) {
   for (DataType type : kAllTypes) {
@@ -336,145 +268,6 @@ TEST(CodecHuffman, LengthsAreLimitedAndComplete) {
   ASSERT_TRUE(used.ok()) << used.message();
   EXPECT_EQ(*used, coded.size() - huffman::kWriteSlack);
   EXPECT_EQ(back, plane);
-}
-
-// ---------------------------------------------------------------- corrupt frames
-
-/// A small frame with a Huffman-coded block, a constant block and a raw block.
-Bytes smallFrame(DataType* type) {
-  *type = DataType::kBFloat16;
-  Bytes data = gaussian(*type, 600, 7);
-  std::fill(data.begin() + 512, data.begin() + 1024, 0);  // block 1: constant
-  const Bytes tail = randomBytes(176, 3);                 // block 2: random, raw
-  std::copy(tail.begin(), tail.end(), data.begin() + 1024);
-  return encoded(data, *type, 512);
-}
-
-TEST(CodecCorrupt, SmallFrameHasEveryBlockKind) {
-  DataType type;
-  const Bytes frame = smallFrame(&type);
-  size_t pos = kFrameHeaderBytes;
-  std::vector<int> flags;
-  auto header = readHeader(frame.data(), frame.size());
-  ASSERT_TRUE(header.ok());
-  Bytes back(1200);
-  Workspace ws;
-  for (uint64_t b = 0; b < header->blocks(); ++b) {
-    flags.push_back(frame[pos]);
-    if (frame[pos] == 1) flags.push_back(frame[pos + 5]);  // plane 0's mode
-    auto size = decodeBlock(*header, b, frame.data() + pos, frame.size() - pos, back.data(), ws);
-    ASSERT_TRUE(size.ok());
-    pos += *size;
-  }
-  EXPECT_EQ(flags, (std::vector<int>{1, 2, 1, 1, 0}));  // Huffman, constant, raw
-}
-
-TEST(CodecCorrupt, TruncationAtEveryByteFails) {
-  DataType type;
-  const Bytes frame = smallFrame(&type);
-  Bytes out(600 * 2);
-  for (size_t size = 0; size < frame.size(); ++size) {
-    Bytes cut(frame.begin(), frame.begin() + size);  // exactly `size` bytes: ASan sees overreads
-    Workspace ws;
-    EXPECT_FALSE(decode(cut.data(), cut.size(), out.data(), 600, type, ws).ok()) << size;
-  }
-  Bytes longer = frame;
-  longer.push_back(0);
-  EXPECT_THAT(decodeInto(longer, longer.size(), out, type).message(),
-              HasSubstr("1 bytes after its last block"));
-}
-
-TEST(CodecCorrupt, EveryFlippedByteDecodesOrFailsWithoutCrashing) {
-  DataType type;
-  const Bytes frame = smallFrame(&type);
-  Bytes out(600 * 2);
-  int failures = 0;
-  for (size_t i = 0; i < frame.size(); ++i) {
-    for (uint8_t mask : {uint8_t{0x01}, uint8_t{0x80}, uint8_t{0xff}}) {
-      Bytes bad = frame;
-      bad[i] ^= mask;
-      const Status status = decodeInto(bad, bad.size(), out, type);
-      if (!status.ok()) {
-        ++failures;
-        EXPECT_THAT(status.message(), HasSubstr("codec: "));
-      }
-    }
-  }
-  EXPECT_GT(failures, 0);
-  // Every byte of the header matters.
-  for (size_t i = 0; i < kFrameHeaderBytes; ++i) {
-    Bytes bad = frame;
-    bad[i] ^= 0x40;
-    EXPECT_FALSE(decodeInto(bad, bad.size(), out, type).ok()) << "header byte " << i;
-  }
-}
-
-TEST(CodecCorrupt, LengthFieldsAndHeaderFields) {
-  DataType type;
-  const Bytes frame = smallFrame(&type);
-  Bytes out(600 * 2);
-  const size_t block0 = kFrameHeaderBytes;
-  auto with = [&](size_t offset, uint32_t value) {
-    Bytes bad = frame;
-    std::memcpy(bad.data() + offset, &value, 4);
-    return decodeInto(bad, bad.size(), out, type).message();
-  };
-  uint32_t payload;
-  std::memcpy(&payload, frame.data() + block0 + 1, 4);
-  EXPECT_THAT(with(block0 + 1, payload + 1), HasSubstr("codec: block"));
-  EXPECT_THAT(with(block0 + 1, payload - 1), HasSubstr("codec: block 0"));
-  EXPECT_THAT(with(block0 + 1, 0xffffffffu), HasSubstr("coded blocks are smaller"));
-  EXPECT_THAT(with(block0 + 1, 0), HasSubstr("plane 0 is missing"));
-
-  // The Huffman plane's stream lengths: the last u32s before the streams.
-  const size_t plane0 = block0 + 6;
-  const size_t first = frame[plane0], last = frame[plane0 + 1];
-  const size_t sizes = plane0 + 2 + (last - first + 2) / 2;
-  uint32_t stream0;
-  std::memcpy(&stream0, frame.data() + sizes, 4);
-  EXPECT_THAT(with(sizes, stream0 + 1), HasSubstr("stream 0"));
-  EXPECT_THAT(with(sizes, stream0 - 1), HasSubstr("stream 0"));
-  EXPECT_THAT(with(sizes, 0xfffffff0u), HasSubstr("runs past the input"));
-
-  Bytes bad = frame;
-  bad[plane0 + 2] = 0xff;  // a code length of 15
-  EXPECT_THAT(decodeInto(bad, bad.size(), out, type).message(), HasSubstr("code length 15"));
-  bad = frame;
-  bad[plane0 + 2] ^= 0x01;  // the lengths no longer form a complete code
-  EXPECT_THAT(decodeInto(bad, bad.size(), out, type).message(), HasSubstr("code"));
-  bad = frame;
-  bad[block0] = 7;
-  EXPECT_THAT(decodeInto(bad, bad.size(), out, type).message(), HasSubstr("unknown flags 7"));
-  bad = frame;
-  bad[block0 + 5] = 9;
-  EXPECT_THAT(decodeInto(bad, bad.size(), out, type).message(), HasSubstr("unknown mode 9"));
-
-  // Header fields, and a frame that is not what the caller expects.
-  bad = frame;
-  bad[5] = 200;
-  EXPECT_THAT(decodeInto(bad, bad.size(), out, type).message(), HasSubstr("unknown type 200"));
-  EXPECT_THAT(decodeInto(frame, frame.size(), out, DataType::kFloat16).message(),
-              HasSubstr("frame holds bfloat16, expected float16"));
-  Workspace ws;
-  EXPECT_THAT(decode(frame.data(), frame.size(), out.data(), 599, type, ws).message(),
-              HasSubstr("frame holds 600 elements, expected 599"));
-  EXPECT_THAT(with(16, 0), HasSubstr("0 elements per block"));
-  EXPECT_THAT(with(16, 0xffffffffu), HasSubstr("elements per block"));
-  bad = frame;
-  bad[4] = 2;
-  EXPECT_THAT(decodeInto(bad, bad.size(), out, type).message(), HasSubstr("version 2"));
-  bad = frame;
-  bad[0] = 'X';
-  EXPECT_THAT(decodeInto(bad, bad.size(), out, type).message(), HasSubstr("magic"));
-}
-
-TEST(CodecCorrupt, CodedBlockOfATypeWithoutPlanes) {
-  Bytes frame = encoded(gaussian(DataType::kFloat32, 1000, 2), DataType::kFloat32);
-  ASSERT_EQ(frame[kFrameHeaderBytes], 1);  // coded
-  frame[5] = static_cast<uint8_t>(DataType::kInt32);
-  Bytes out(4000);
-  EXPECT_THAT(decodeInto(frame, frame.size(), out, DataType::kInt32).message(),
-              HasSubstr("block 0 is coded, but int32 has no planes"));
 }
 
 }  // namespace
