@@ -260,6 +260,10 @@ Expected<FrameHeader> readHeader(const void* frame, size_t size) {
 
 Expected<size_t> decodeBlock(const FrameHeader& header, uint64_t index, const void* block,
                              size_t available, void* output, Workspace& workspace) {
+  if (!isValid(header.type) || header.blockElements == 0 ||
+      header.blockElements > kMaxBlockBytes / dataTypeSize(header.type)) {
+    return fail("decodeBlock got a header readHeader would not return");
+  }
   if (index >= header.blocks()) {
     return fail("block " + std::to_string(index) + " of a frame with " +
                 std::to_string(header.blocks()) + " blocks");

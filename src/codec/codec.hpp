@@ -100,7 +100,9 @@ struct FrameHeader {
   uint64_t count;
   uint64_t blockElements;
   /// Number of blocks: ⌈count / blockElements⌉.
-  uint64_t blocks() const { return count == 0 ? 0 : (count - 1) / blockElements + 1; }
+  uint64_t blocks() const {
+    return count == 0 || blockElements == 0 ? 0 : (count - 1) / blockElements + 1;
+  }
 };
 
 /// Parses and checks the header at the start of the `size` bytes at `frame`.

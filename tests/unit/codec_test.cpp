@@ -177,6 +177,11 @@ TEST(CodecFrame, DecodesBlockByBlockAsItArrives) {
   EXPECT_EQ(pos, frame.size());
   EXPECT_EQ(back, data);
   EXPECT_FALSE(decodeBlock(*header, header->blocks(), frame.data(), 0, back.data(), ws).ok());
+  FrameHeader made = *header;
+  made.blockElements = 0;
+  EXPECT_THAT(
+      decodeBlock(made, 0, frame.data() + kFrameHeaderBytes, 100, back.data(), ws).message(),
+      HasSubstr("a header readHeader would not return"));
 }
 
 TEST(CodecArguments, EncodeRefusesBadArguments) {
