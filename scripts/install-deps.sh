@@ -24,6 +24,7 @@ readonly PACKAGES=(
   libfmt-dev          # formatting of messages and tables
   libssl-dev          # libcrypto: HMAC-SHA256 of the bootstrap authentication
   libxxhash-dev       # xxHash (header-only): GROVE_CHECKSUM's per-message checksums
+  libzstd-dev liblz4-dev  # zstd and lz4: the coders grove's codec is measured against (bench/compression)
   clang-format        # make format / make format-check
   clang               # clang++ for the libFuzzer targets (make test-fuzz); GCC has no libFuzzer
   libclang-rt-14-dev  # libFuzzer + sanitizer runtimes of clang 14 (only recommended by clang)
