@@ -15,45 +15,29 @@ namespace {
 struct Variant {
   variants::SplitFn split;
   variants::MergeFn merge;
-  const char* name;
 };
 
-const Variant* variantFor(PlanesIsa isa) {
-  static const Variant kPortable{variants::splitPortable, variants::mergePortable, "portable"};
-#if GROVE_PLANES_X86_VARIANTS
-  static const Variant kAvx2{variants::splitAvx2, variants::mergeAvx2, "avx2"};
-  static const Variant kAvx512{variants::splitAvx512, variants::mergeAvx512, "avx512"};
-  switch (isa) {
-    case PlanesIsa::kAvx512:
-      return __builtin_cpu_supports("x86-64-v4") ? &kAvx512 : nullptr;
-    case PlanesIsa::kAvx2:
-      return __builtin_cpu_supports("x86-64-v3") ? &kAvx2 : nullptr;
-    case PlanesIsa::kPortable:
-      return &kPortable;
-  }
-  return nullptr;
+constexpr Variant kPortable{variants::splitPortable, variants::mergePortable};
+#if GROVE_X86_VARIANTS
+constexpr Variant kAvx2{variants::splitAvx2, variants::mergeAvx2};
+constexpr Variant kAvx512{variants::splitAvx512, variants::mergeAvx512};
+constexpr common::IsaVariants<Variant> kVariants({&kPortable, &kAvx2, &kAvx512});
 #else
-  return isa == PlanesIsa::kPortable ? &kPortable : nullptr;
+constexpr common::IsaVariants<Variant> kVariants({&kPortable, nullptr, nullptr});
 #endif
-}
 
 const Variant& bestVariant() {
-  static const Variant* const best = [] {
-    for (PlanesIsa isa : {PlanesIsa::kAvx512, PlanesIsa::kAvx2}) {
-      if (const Variant* v = variantFor(isa)) return v;
-    }
-    return variantFor(PlanesIsa::kPortable);
-  }();
-  return *best;
+  static const Variant& best = kVariants.best();
+  return best;
 }
 
-const Variant& checkedVariant(PlanesIsa isa) {
-  const Variant* v = variantFor(isa);
+const Variant& checkedVariant(common::Isa isa) {
+  const Variant* v = kVariants.find(isa);
   if (v == nullptr) {
     throw Error(ErrorCode::kInvalidArgument,
-                "planes isa " + std::to_string(static_cast<int>(isa)) +
+                std::string("planes isa ") + common::toString(isa) +
                     " is not supported by this build or CPU; expected one for which "
-                    "planesIsaSupported() is true");
+                    "common::isaRuns() is true");
   }
   return *v;
 }
@@ -70,17 +54,18 @@ void mergePlanes(DataType type, const uint8_t* const* planes, size_t count, void
   bestVariant().merge(type, planes, count, output);
 }
 
-const char* planesIsa() { return bestVariant().name; }
+common::Isa planesIsa() {
+  static const common::Isa best = kVariants.bestIsa();
+  return best;
+}
 
-bool planesIsaSupported(PlanesIsa isa) { return variantFor(isa) != nullptr; }
-
-void splitPlanesWithIsa(PlanesIsa isa, DataType type, const void* input, size_t count,
+void splitPlanesWithIsa(common::Isa isa, DataType type, const void* input, size_t count,
                         uint8_t* const* planes) {
   assert(planeCount(type) > 0);
   checkedVariant(isa).split(type, input, count, planes);
 }
 
-void mergePlanesWithIsa(PlanesIsa isa, DataType type, const uint8_t* const* planes, size_t count,
+void mergePlanesWithIsa(common::Isa isa, DataType type, const uint8_t* const* planes, size_t count,
                         void* output) {
   assert(planeCount(type) > 0);
   checkedVariant(isa).merge(type, planes, count, output);

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/isa.hpp"
 #include "grove/types.hpp"
 
 namespace grove::codec {
@@ -48,19 +49,15 @@ void splitPlanes(DataType type, const void* input, size_t count, uint8_t* const*
 /// The inverse of splitPlanes: element i of `output` from byte i of every plane.
 void mergePlanes(DataType type, const uint8_t* const* planes, size_t count, void* output);
 
-/// Instruction-set variants of split and merge (tests run every supported one).
-enum class PlanesIsa { kPortable, kAvx2, kAvx512 };
+/// The instruction-set variant (common/isa.hpp) splitPlanes and mergePlanes use in this
+/// process.
+common::Isa planesIsa();
 
-/// The variant splitPlanes and mergePlanes use in this process: "portable", "avx2", "avx512".
-const char* planesIsa();
-
-/// True when this build and CPU run `isa`.
-bool planesIsaSupported(PlanesIsa isa);
-
-/// splitPlanes / mergePlanes on a given variant; `isa` must be supported.
-void splitPlanesWithIsa(PlanesIsa isa, DataType type, const void* input, size_t count,
+/// splitPlanes / mergePlanes on a given variant (tests run every one that common::isaRuns);
+/// throws kInvalidArgument when `isa` does not run here.
+void splitPlanesWithIsa(common::Isa isa, DataType type, const void* input, size_t count,
                         uint8_t* const* planes);
-void mergePlanesWithIsa(PlanesIsa isa, DataType type, const uint8_t* const* planes, size_t count,
+void mergePlanesWithIsa(common::Isa isa, DataType type, const uint8_t* const* planes, size_t count,
                         void* output);
 
 }  // namespace grove::codec

@@ -4,7 +4,7 @@
 
 #include "codec/planes_variants.hpp"
 
-#if GROVE_PLANES_X86_VARIANTS
+#if GROVE_X86_VARIANTS
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v3")
 
@@ -23,4 +23,4 @@ void mergeAvx2(DataType type, const uint8_t* const* planes, size_t count, void* 
 }  // namespace grove::codec::variants
 
 #pragma GCC pop_options
-#endif  // GROVE_PLANES_X86_VARIANTS
+#endif  // GROVE_X86_VARIANTS

@@ -7,14 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/isa.hpp"  // GROVE_X86_VARIANTS: whether the x86 variants are compiled
 #include "grove/types.hpp"
-
-// The x86 variants need GCC's `#pragma GCC target`; other compilers get the portable one.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GROVE_PLANES_X86_VARIANTS 1
-#else
-#define GROVE_PLANES_X86_VARIANTS 0
-#endif
 
 namespace grove::codec::variants {
 
@@ -24,7 +18,7 @@ using MergeFn = void (*)(DataType type, const uint8_t* const* planes, size_t cou
 void splitPortable(DataType type, const void* input, size_t count, uint8_t* const* planes);
 void mergePortable(DataType type, const uint8_t* const* planes, size_t count, void* output);
 
-#if GROVE_PLANES_X86_VARIANTS
+#if GROVE_X86_VARIANTS
 void splitAvx2(DataType type, const void* input, size_t count, uint8_t* const* planes);
 void mergeAvx2(DataType type, const uint8_t* const* planes, size_t count, void* output);
 void splitAvx512(DataType type, const void* input, size_t count, uint8_t* const* planes);

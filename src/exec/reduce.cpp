@@ -21,45 +21,29 @@ namespace {
 struct Variant {
   variants::ReduceFn reduce;
   variants::DivideFn divide;
-  const char* name;
 };
 
-const Variant* variantFor(ReduceIsa isa) {
-  static const Variant kPortable{variants::reducePortable, variants::dividePortable, "portable"};
-#if GROVE_REDUCE_X86_VARIANTS
-  static const Variant kAvx2{variants::reduceAvx2, variants::divideAvx2, "avx2"};
-  static const Variant kAvx512{variants::reduceAvx512, variants::divideAvx512, "avx512"};
-  switch (isa) {
-    case ReduceIsa::kAvx512:
-      return __builtin_cpu_supports("x86-64-v4") ? &kAvx512 : nullptr;
-    case ReduceIsa::kAvx2:
-      return __builtin_cpu_supports("x86-64-v3") ? &kAvx2 : nullptr;
-    case ReduceIsa::kPortable:
-      return &kPortable;
-  }
-  return nullptr;
+constexpr Variant kPortable{variants::reducePortable, variants::dividePortable};
+#if GROVE_X86_VARIANTS
+constexpr Variant kAvx2{variants::reduceAvx2, variants::divideAvx2};
+constexpr Variant kAvx512{variants::reduceAvx512, variants::divideAvx512};
+constexpr common::IsaVariants<Variant> kVariants({&kPortable, &kAvx2, &kAvx512});
 #else
-  return isa == ReduceIsa::kPortable ? &kPortable : nullptr;
+constexpr common::IsaVariants<Variant> kVariants({&kPortable, nullptr, nullptr});
 #endif
-}
 
 const Variant& bestVariant() {
-  static const Variant* const best = [] {
-    for (ReduceIsa isa : {ReduceIsa::kAvx512, ReduceIsa::kAvx2}) {
-      if (const Variant* v = variantFor(isa)) return v;
-    }
-    return variantFor(ReduceIsa::kPortable);
-  }();
-  return *best;
+  static const Variant& best = kVariants.best();
+  return best;
 }
 
-const Variant& checkedVariant(ReduceIsa isa, const char* call) {
-  const Variant* v = variantFor(isa);
+const Variant& checkedVariant(common::Isa isa, const char* call) {
+  const Variant* v = kVariants.find(isa);
   if (v == nullptr) {
     throw Error(ErrorCode::kInvalidArgument,
-                std::string(call) + ": isa " + std::to_string(static_cast<int>(isa)) +
+                std::string(call) + ": isa " + common::toString(isa) +
                     " is not supported by this build or CPU; expected one for which "
-                    "reduceIsaSupported() is true");
+                    "common::isaRuns() is true");
   }
   return *v;
 }
@@ -154,16 +138,17 @@ void reduceFinalize(void* dst, const void* a, const void* b, size_t count, DataT
   }
 }
 
-const char* reduceIsa() { return bestVariant().name; }
+common::Isa reduceIsa() {
+  static const common::Isa best = kVariants.bestIsa();
+  return best;
+}
 
-bool reduceIsaSupported(ReduceIsa isa) { return variantFor(isa) != nullptr; }
-
-void reduceWithIsa(ReduceIsa isa, void* dst, const void* a, const void* b, size_t count,
+void reduceWithIsa(common::Isa isa, void* dst, const void* a, const void* b, size_t count,
                    DataType type, ReduceOp op) {
   reduceOn(checkedVariant(isa, "reduceWithIsa"), "reduceWithIsa", dst, a, b, count, type, op);
 }
 
-void finalizeWithIsa(ReduceIsa isa, void* data, size_t count, DataType type, ReduceOp op,
+void finalizeWithIsa(common::Isa isa, void* data, size_t count, DataType type, ReduceOp op,
                      int nranks) {
   finalizeOn(checkedVariant(isa, "finalizeWithIsa"), "finalizeWithIsa", data, count, type, op,
              nranks);

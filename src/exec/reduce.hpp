@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "common/isa.hpp"
 #include "grove/types.hpp"
 
 namespace grove::exec {
@@ -27,28 +28,18 @@ void finalize(void* data, size_t count, DataType type, ReduceOp op, int nranks);
 void reduceFinalize(void* dst, const void* a, const void* b, size_t count, DataType type,
                     ReduceOp op, int nranks);
 
-/// Name of the instruction set the kernels dispatched to on this CPU ("avx512", "avx2",
-/// "portable"), for logs.
-const char* reduceIsa();
-
-/// An instruction-set variant of the kernels. All variants return bit-identical results.
-enum class ReduceIsa : int {
-  kPortable = 0,  ///< Baseline vector code (SSE2 on x86-64); runs everywhere.
-  kAvx2 = 1,      ///< x86-64-v3: AVX2, FMA, F16C.
-  kAvx512 = 2,    ///< x86-64-v4: AVX-512 F/BW/DQ/VL.
-};
-
-/// True when this build contains `isa` and this CPU (and operating system) can run it.
-bool reduceIsaSupported(ReduceIsa isa);
+/// The instruction-set variant (common/isa.hpp) the kernels dispatch to on this CPU. Every
+/// variant this build has and this CPU runs (common::isaRuns) gives bit-identical results.
+common::Isa reduceIsa();
 
 /// reduce() on a chosen variant, for tests and benchmarks. Throws kInvalidArgument when
-/// `isa` is not supported here.
-void reduceWithIsa(ReduceIsa isa, void* dst, const void* a, const void* b, size_t count,
+/// `isa` does not run here.
+void reduceWithIsa(common::Isa isa, void* dst, const void* a, const void* b, size_t count,
                    DataType type, ReduceOp op);
 
 /// finalize() on a chosen variant, for tests and benchmarks. Throws kInvalidArgument when
-/// `isa` is not supported here.
-void finalizeWithIsa(ReduceIsa isa, void* data, size_t count, DataType type, ReduceOp op,
+/// `isa` does not run here.
+void finalizeWithIsa(common::Isa isa, void* data, size_t count, DataType type, ReduceOp op,
                      int nranks);
 
 }  // namespace grove::exec

@@ -10,7 +10,7 @@
 #include "exec/reduce_variants.hpp"
 #include "grove/types.hpp"
 
-#if GROVE_REDUCE_X86_VARIANTS
+#if GROVE_X86_VARIANTS
 #include <immintrin.h>
 
 #pragma GCC push_options
@@ -53,4 +53,4 @@ void divideAvx512(void* data, size_t count, DataType type, int nranks) {
 
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
-#endif  // GROVE_REDUCE_X86_VARIANTS
+#endif  // GROVE_X86_VARIANTS

@@ -7,15 +7,8 @@
 
 #include <cstddef>
 
+#include "common/isa.hpp"  // GROVE_X86_VARIANTS: whether the x86 variants are compiled
 #include "grove/types.hpp"
-
-// The x86 variants need GCC's `#pragma GCC target`; other compilers and CPUs get the portable
-// variant only.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GROVE_REDUCE_X86_VARIANTS 1
-#else
-#define GROVE_REDUCE_X86_VARIANTS 0
-#endif
 
 namespace grove::exec::variants {
 
@@ -29,7 +22,7 @@ void reducePortable(void* dst, const void* a, const void* b, size_t count, DataT
                     ReduceOp op);
 void dividePortable(void* data, size_t count, DataType type, int nranks);
 
-#if GROVE_REDUCE_X86_VARIANTS
+#if GROVE_X86_VARIANTS
 void reduceAvx2(void* dst, const void* a, const void* b, size_t count, DataType type, ReduceOp op);
 void divideAvx2(void* data, size_t count, DataType type, int nranks);
 void reduceAvx512(void* dst, const void* a, const void* b, size_t count, DataType type,

@@ -209,17 +209,17 @@ TEST(CodecPlanes, EveryVariantGivesThePortableBytes) {
         for (int k = 0; k < np; ++k) p[k] = b.data() + k * count;
         return p;
       };
-      splitPlanesWithIsa(PlanesIsa::kPortable, type, data.data(), count, pointers(want).data());
-      for (PlanesIsa isa : {PlanesIsa::kPortable, PlanesIsa::kAvx2, PlanesIsa::kAvx512}) {
-        if (!planesIsaSupported(isa)) continue;
+      splitPlanesWithIsa(common::Isa::kPortable, type, data.data(), count, pointers(want).data());
+      for (common::Isa isa : common::kIsas) {
+        if (!common::isaRuns(isa)) continue;
         std::fill(planes.begin(), planes.end(), 0);
         splitPlanesWithIsa(isa, type, data.data(), count, pointers(planes).data());
-        EXPECT_EQ(planes, want) << toString(type) << " isa " << static_cast<int>(isa);
+        EXPECT_EQ(planes, want) << toString(type) << " isa " << common::toString(isa);
         Bytes back(data.size());
         auto p = pointers(planes);
         const std::vector<const uint8_t*> cp(p.begin(), p.end());
         mergePlanesWithIsa(isa, type, cp.data(), count, back.data());
-        EXPECT_EQ(back, data) << toString(type) << " isa " << static_cast<int>(isa);
+        EXPECT_EQ(back, data) << toString(type) << " isa " << common::toString(isa);
       }
     }
   }
