@@ -31,17 +31,6 @@ const Variant& bestVariant() {
   return best;
 }
 
-const Variant& checkedVariant(common::Isa isa) {
-  const Variant* v = kVariants.find(isa);
-  if (v == nullptr) {
-    throw Error(ErrorCode::kInvalidArgument,
-                std::string("planes isa ") + common::toString(isa) +
-                    " is not supported by this build or CPU; expected one for which "
-                    "common::isaRuns() is true");
-  }
-  return *v;
-}
-
 }  // namespace
 
 void splitPlanes(DataType type, const void* input, size_t count, uint8_t* const* planes) {
@@ -62,13 +51,13 @@ common::Isa planesIsa() {
 void splitPlanesWithIsa(common::Isa isa, DataType type, const void* input, size_t count,
                         uint8_t* const* planes) {
   assert(planeCount(type) > 0);
-  checkedVariant(isa).split(type, input, count, planes);
+  kVariants.require(isa, "splitPlanesWithIsa").split(type, input, count, planes);
 }
 
 void mergePlanesWithIsa(common::Isa isa, DataType type, const uint8_t* const* planes, size_t count,
                         void* output) {
   assert(planeCount(type) > 0);
-  checkedVariant(isa).merge(type, planes, count, output);
+  kVariants.require(isa, "mergePlanesWithIsa").merge(type, planes, count, output);
 }
 
 }  // namespace grove::codec

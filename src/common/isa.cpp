@@ -1,5 +1,9 @@
 #include "common/isa.hpp"
 
+#include <string>
+
+#include "grove/error.hpp"
+
 namespace grove::common {
 
 const char* toString(Isa isa) {
@@ -12,6 +16,13 @@ const char* toString(Isa isa) {
       return "avx512";
   }
   return "?";
+}
+
+void throwIsaNotRunning(Isa isa, const char* what) {
+  throw Error(ErrorCode::kInvalidArgument,
+              std::string(what) + ": isa " + toString(isa) +
+                  " is not supported by this build or CPU; expected one for which "
+                  "common::isaRuns() is true");
 }
 
 bool isaRuns(Isa isa) {

@@ -35,6 +35,9 @@ const char* toString(Isa isa);
 /// system run it.
 bool isaRuns(Isa isa);
 
+/// Throws grove::Error (kInvalidArgument): `what` cannot run on `isa` in this build or CPU.
+[[noreturn]] void throwIsaNotRunning(Isa isa, const char* what);
+
 /// A kernel family's variants, one per Isa (nullptr where the build has none), and the one
 /// a call uses.
 template <class Variant>
@@ -46,6 +49,13 @@ class IsaVariants {
   const Variant* find(Isa isa) const {
     const Variant* variant = byIsa_[static_cast<size_t>(isa)];
     return variant != nullptr && isaRuns(isa) ? variant : nullptr;
+  }
+
+  /// The variant of `isa` (tests and benchmarks choose one); throws, naming `what`, when it
+  /// does not run here.
+  const Variant& require(Isa isa, const char* what) const {
+    if (const Variant* variant = find(isa)) return *variant;
+    throwIsaNotRunning(isa, what);
   }
 
   /// The widest variant that runs here (the portable one at worst; the family must have

@@ -37,17 +37,6 @@ const Variant& bestVariant() {
   return best;
 }
 
-const Variant& checkedVariant(common::Isa isa, const char* call) {
-  const Variant* v = kVariants.find(isa);
-  if (v == nullptr) {
-    throw Error(ErrorCode::kInvalidArgument,
-                std::string(call) + ": isa " + common::toString(isa) +
-                    " is not supported by this build or CPU; expected one for which "
-                    "common::isaRuns() is true");
-  }
-  return *v;
-}
-
 void checkTypeOp(const char* call, DataType type, ReduceOp op) {
   if (!isValid(type)) {
     throw Error(ErrorCode::kInvalidArgument, std::string(call) + ": type " +
@@ -145,12 +134,12 @@ common::Isa reduceIsa() {
 
 void reduceWithIsa(common::Isa isa, void* dst, const void* a, const void* b, size_t count,
                    DataType type, ReduceOp op) {
-  reduceOn(checkedVariant(isa, "reduceWithIsa"), "reduceWithIsa", dst, a, b, count, type, op);
+  reduceOn(kVariants.require(isa, "reduceWithIsa"), "reduceWithIsa", dst, a, b, count, type, op);
 }
 
 void finalizeWithIsa(common::Isa isa, void* data, size_t count, DataType type, ReduceOp op,
                      int nranks) {
-  finalizeOn(checkedVariant(isa, "finalizeWithIsa"), "finalizeWithIsa", data, count, type, op,
+  finalizeOn(kVariants.require(isa, "finalizeWithIsa"), "finalizeWithIsa", data, count, type, op,
              nranks);
 }
 
