@@ -1,13 +1,11 @@
 // Public face of the byte-plane split and merge: picks the instruction-set variant once per
 // process (the best one the CPU runs) and forwards each call to it, one indirect call per
-// block. Arguments are the codec's own, so they are checked with assertions only.
+// block. Arguments are the codec's own: a type without planes is a bug
+// (GROVE_ENFORCE), anything else the caller (codec.cpp) has checked.
 #include "codec/planes.hpp"
 
-#include <cassert>
-#include <string>
-
 #include "codec/planes_variants.hpp"
-#include "grove/error.hpp"
+#include "common/enforce.hpp"
 
 namespace grove::codec {
 namespace {
@@ -34,12 +32,12 @@ const Variant& bestVariant() {
 }  // namespace
 
 void splitPlanes(DataType type, const void* input, size_t count, uint8_t* const* planes) {
-  assert(planeCount(type) > 0);
+  GROVE_ENFORCE_GT(planeCount(type), 0, "byte planes of a type without planes");
   bestVariant().split(type, input, count, planes);
 }
 
 void mergePlanes(DataType type, const uint8_t* const* planes, size_t count, void* output) {
-  assert(planeCount(type) > 0);
+  GROVE_ENFORCE_GT(planeCount(type), 0, "byte planes of a type without planes");
   bestVariant().merge(type, planes, count, output);
 }
 
@@ -50,13 +48,13 @@ common::Isa planesIsa() {
 
 void splitPlanesWithIsa(common::Isa isa, DataType type, const void* input, size_t count,
                         uint8_t* const* planes) {
-  assert(planeCount(type) > 0);
+  GROVE_ENFORCE_GT(planeCount(type), 0, "byte planes of a type without planes");
   kVariants.require(isa, "splitPlanesWithIsa").split(type, input, count, planes);
 }
 
 void mergePlanesWithIsa(common::Isa isa, DataType type, const uint8_t* const* planes, size_t count,
                         void* output) {
-  assert(planeCount(type) > 0);
+  GROVE_ENFORCE_GT(planeCount(type), 0, "byte planes of a type without planes");
   kVariants.require(isa, "mergePlanesWithIsa").merge(type, planes, count, output);
 }
 
