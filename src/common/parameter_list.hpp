@@ -47,6 +47,9 @@
     1, "auto|tcp", false, "tcp: use TCP even between processes of one host")                     \
   P(SocketIfname, "GROVE_SOCKET_IFNAME", ParamKind::kString, ParamScope::kCommunicator, "", "",  \
     0, 0, 1, "", false, "interfaces for TCP in NCCL_SOCKET_IFNAME syntax (eth,ib  ^lo  =eth0)")  \
+  P(TcpDirectBytes, "GROVE_TCP_DIRECT_BYTES", ParamKind::kInteger, ParamScope::kCommunicator,  \
+    "67108864", "bytes", 0, 67108864, 1, "", false,                                              \
+    "largest TCP frame a waiting rank sends or reads on its own thread (0: the network thread)") \
   P(HostId, "GROVE_HOST_ID", ParamKind::kString, ParamScope::kCommunicator, "", "", 0, 0, 1, "", \
     false, "overrides which processes count as one host")                                        \
   P(Nsocks, "GROVE_NSOCKS", ParamKind::kString, ParamScope::kCommunicator, "", "", 0, 0, 1, "",  \

@@ -283,6 +283,9 @@ bool CommState::poll() {
     moved = moved || progress == exec::Progress::kMoved;
     break;
   }
+  // The transport's latency path: what the steps above committed leaves now, and what peers
+  // sent is read on this thread rather than handed over by another (Transport::progress).
+  if (transport_->progress() && !moved) moved = !queue_.empty();
   return moved;
 }
 

@@ -92,6 +92,9 @@ bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
       spinEnd = Clock::now() + spin_;
       continue;
     }
+    // From here the transport's own threads move bytes and ring the doorbell (announced
+    // above, so their ring is not lost).
+    transport_->handOffProgress();
     auto wake = std::min(queue_.empty() ? now : queue_.front()->deadline,
                          now + std::chrono::milliseconds(100));
     if (until) wake = std::min(wake, *until);

@@ -34,6 +34,7 @@ Config Config::resolve(const common::ParamOverrides& overrides, const common::Ge
   config.traceSteps = static_cast<size_t>(values.integer(Param::kTraceSteps));
   config.forceTcp = values.text(Param::kTransport) == "tcp";
   config.socketInterfaces = values.text(Param::kSocketIfname);
+  config.tcpDirectBytes = static_cast<size_t>(values.integer(Param::kTcpDirectBytes));
   config.hostId = values.text(Param::kHostId);
   config.jobId = values.text(Param::kJobId);
   config.nsocksGiven = values[Param::kNsocks].isSet();

@@ -87,6 +87,8 @@ struct Config {
   bool forceTcp = false;
   /// GROVE_SOCKET_IFNAME: interfaces for TCP (NCCL syntax), empty = automatic.
   std::string socketInterfaces;
+  /// GROVE_TCP_DIRECT_BYTES: the largest TCP frame a waiting rank moves on its own thread.
+  size_t tcpDirectBytes = 67108864;
   /// GROVE_HOST_ID: overrides which processes count as one host; empty = detected.
   std::string hostId;
   /// GROVE_JOB_ID: the launcher's job id (names shared-memory segments); empty = none.

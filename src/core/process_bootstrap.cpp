@@ -140,6 +140,7 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
     log::info(rank, "GROVE_NSOCKS is ignored: every lane has its own TCP connection");
   }
   setup.tcp.interfaces = config.socketInterfaces;
+  setup.tcp.directBytes = config.tcpDirectBytes;
   setup.tcp.faultCorruptFrame = config.faultCorruptFrame;
   setup.tcp.secret = info.secret;
   setup.tcp.heartbeatTimeout = config.heartbeatTimeout;

@@ -56,6 +56,16 @@ class Transport {
   /// number of CPUs it tells whether waiting ranks may spin or must give their core away.
   virtual int ranksOnThisHost() const = 0;
 
+  /// Moves bytes on the calling thread, the rank's, while it waits for its calls: for TCP,
+  /// writes the messages it committed straight to their sockets and reads what its peers
+  /// sent, so that a small message crosses no thread hand-off. Called after every poll of
+  /// the rank's operations; true when anything moved. Transports whose peers write into
+  /// this rank's memory themselves have nothing to do.
+  virtual bool progress() { return false; }
+  /// The rank stops calling progress() for a while (it is going to sleep on its doorbell):
+  /// whatever the transport moves meanwhile it moves on threads of its own, from now on.
+  virtual void handOffProgress() {}
+
   /// Reading peers' memory in place (zero-copy single-host collectives), or nullptr when
   /// this transport cannot (some peer is on another host).
   virtual PeerMemory* peerMemory() { return nullptr; }

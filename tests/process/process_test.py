@@ -14,7 +14,10 @@ no /dev/shm/grove-<job>-* entry of the case's job may remain.
 
 Usage:
   process_test.py --grove GROVE --check PROCESS_CHECK CASE ARGS...
-    check N [--tcp]           grove run -n N -- process_check
+    check N [--tcp [--direct-bytes B]]
+                              grove run -n N -- process_check; B: GROVE_TCP_DIRECT_BYTES
+                              (0: every frame on the network thread; large: every frame on
+                              the waiting rank's thread)
     registered N [--default] [--copies] [--tcp] [--expect-direct]
                               grove run -n N -- process_check registered, with
                               GROVE_DIRECT_MIN_BYTES=1 (--default: unset) and GROVE_TRACE;
@@ -194,7 +197,10 @@ def run_process_check(n, env, tcp, suite=None, timeout=280):
 def case_check(args):
     n = int(args[0])
     tcp = "--tcp" in args[1:]
-    env = base_env({"GROVE_TRANSPORT": "tcp"} if tcp else None)
+    extra = {"GROVE_TRANSPORT": "tcp"} if tcp else {}
+    if "--direct-bytes" in args[1:]:
+        extra["GROVE_TCP_DIRECT_BYTES"] = args[args.index("--direct-bytes") + 1]
+    env = base_env(extra or None)
     _, jobs = run_process_check(n, env, tcp)
     check_leftovers(jobs)
 

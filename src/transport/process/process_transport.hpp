@@ -49,6 +49,11 @@ class ProcessTransport final : public Transport {
   Doorbell& doorbell() override;
   /// Only when every peer is on this host.
   PeerMemory* peerMemory() override;
+  /// The TCP links' latency path (TcpLinks::progress); false without remote peers.
+  bool progress() override { return tcp_ && tcp_->progress(); }
+  void handOffProgress() override {
+    if (tcp_) tcp_->handOffProgress();
+  }
   using Transport::abort;
   void abort(const FailureInfo& info) override;
   int failedPeer() const override;

@@ -18,6 +18,8 @@ namespace {
 /// Bytes one pump moves before it lets the other connections have a turn.
 constexpr size_t kPumpBudget = 4 << 20;
 constexpr size_t kDiscardChunk = 64 << 10;
+/// Bytes each read takes ahead of the frame part it asked for (Connection::rxStage_).
+constexpr size_t kStageBytes = 4 << 10;
 
 }  // namespace
 
@@ -60,7 +62,7 @@ void Connection::fail(State state, std::string error) {
   error_ = std::move(error);
 }
 
-bool Connection::startNextFrame() {
+bool Connection::startNextFrame(size_t maxFrameBytes) {
   FrameHeader header;
   if (controlQueued_) {
     controlQueued_ = false;
@@ -87,6 +89,10 @@ bool Connection::startNextFrame() {
       slot = lanes_[index].fifo->tryPeek(&bytes, &tag);
     }
     if (slot == nullptr) return false;
+    if (bytes > maxFrameBytes) {
+      leftBulk_ = true;
+      return false;
+    }
     nextLane_ = (index + 1) % count;
     header.kind = static_cast<uint16_t>(FrameKind::kData);
     header.lane = lanes_[index].lane;
@@ -135,7 +141,8 @@ void Connection::failSending() {
   fail(State::kBroken, sendError_);
 }
 
-bool Connection::pumpWrite() {
+bool Connection::pumpWrite(size_t maxFrameBytes) {
+  leftBulk_ = false;
   if (!sendError_.empty()) {
     if (state_ == State::kOpen && hasUnsentData()) failSending();
     return false;
@@ -143,8 +150,12 @@ bool Connection::pumpWrite() {
   bool progress = false;
   size_t budget = kPumpBudget;
   while (state_ == State::kOpen && writable_ && !sealed_ && sendError_.empty() && budget > 0) {
+    if (txActive_ && txBytes_ > maxFrameBytes) {
+      leftBulk_ = true;
+      break;
+    }
     // Data frames stop as soon as a control frame is queued (after the one in flight).
-    if (!txActive_ && !startNextFrame()) break;
+    if (!txActive_ && !startNextFrame(maxFrameBytes)) break;
     iovec parts[2];
     int count = 0;
     if (txDone_ < FrameHeader::kBytes) {
@@ -175,6 +186,10 @@ bool Connection::pumpWrite() {
     }
     progress = true;
     lastSend_ = Clock::now();
+    // A short write filled the socket's buffer: wait for EPOLLOUT rather than try again.
+    size_t offered = 0;
+    for (int i = 0; i < count; ++i) offered += parts[i].iov_len;
+    if (static_cast<size_t>(sent) < offered) writable_ = false;
     txDone_ += static_cast<size_t>(sent);
     budget -= std::min(budget, static_cast<size_t>(sent));
     if (txDone_ == FrameHeader::kBytes + txBytes_) finishFrame();
@@ -245,10 +260,14 @@ void Connection::endOfStream(std::string unexpected) {
   }
 }
 
-bool Connection::pumpRead() {
+bool Connection::pumpRead(size_t maxFrameBytes) {
   bool progress = false;
   size_t budget = kPumpBudget;
   while (state_ == State::kOpen && budget > 0) {
+    if (rxState_ != ReadState::kHeader && !rxNotice_ && rx_.bytes > maxFrameBytes) {
+      leftBulk_ = true;
+      return progress;
+    }
     if (rxState_ == ReadState::kSlot) {
       rxSlot_ = nullptr;
       if (!discard_) {
@@ -277,25 +296,48 @@ bool Connection::pumpRead() {
       if (!onHeader()) return progress;
       continue;
     }
+    // Bytes an earlier read took ahead come first.
+    if (stageBegin_ < stageEnd_) {
+      size_t staged = stageEnd_ - stageBegin_;
+      const char* from = rxStage_.data() + stageBegin_;
+      size_t taken = 0;
+      if (rxState_ == ReadState::kHeader) {
+        taken = std::min(staged, FrameHeader::kBytes - rxHeaderDone_);
+        std::memcpy(rxHeader_ + rxHeaderDone_, from, taken);
+        rxHeaderDone_ += taken;
+      } else {
+        taken = std::min(staged, rx_.bytes - rxDone_);
+        if (rxSlot_ != nullptr) std::memcpy(rxSlot_ + rxDone_, from, taken);
+        rxDone_ += taken;
+      }
+      stageBegin_ += taken;
+      progress = true;
+      continue;
+    }
     if (!readable_) return progress;
 
-    // Read the rest of the header, or the payload plus (read-ahead) the next header.
+    // Read the rest of the header or of the payload, and ahead into the stage: a small
+    // frame's header and payload (and the frames after it) then take one readv.
+    if (rxStage_.empty()) rxStage_.resize(kStageBytes);
     iovec parts[2];
     int count = 0;
-    size_t payloadWanted = 0;
+    size_t wanted = 0;
     if (rxState_ == ReadState::kHeader) {
-      parts[count++] = {rxHeader_ + rxHeaderDone_, FrameHeader::kBytes - rxHeaderDone_};
+      wanted = FrameHeader::kBytes - rxHeaderDone_;
+      parts[count++] = {rxHeader_ + rxHeaderDone_, wanted};
     } else {
       size_t rest = rx_.bytes - rxDone_;
       if (rxSlot_ != nullptr) {
-        payloadWanted = rest;
+        wanted = rest;
         parts[count++] = {rxSlot_ + rxDone_, rest};
       } else {
         if (discardBuffer_.empty()) discardBuffer_.resize(kDiscardChunk);
-        payloadWanted = std::min(rest, kDiscardChunk);
-        parts[count++] = {discardBuffer_.data(), payloadWanted};
+        wanted = std::min(rest, kDiscardChunk);
+        parts[count++] = {discardBuffer_.data(), wanted};
       }
-      if (payloadWanted == rest) parts[count++] = {rxHeader_, FrameHeader::kBytes};
+    }
+    if (rxState_ == ReadState::kHeader || wanted == rx_.bytes - rxDone_) {
+      parts[count++] = {rxStage_.data(), rxStage_.size()};
     }
     ssize_t got = ::readv(socket_.get(), parts, count);
     if (got < 0) {
@@ -314,13 +356,20 @@ bool Connection::pumpRead() {
     lastReceive_ = Clock::now();
     size_t bytes = static_cast<size_t>(got);
     budget -= std::min(budget, bytes);
+    // A short read emptied the socket: the next byte to arrive is a new edge, so skip the
+    // read that would only say EAGAIN (a syscall per message on the latency path). Not once
+    // the peer's end closed: its EOF, already reported, raises no new edge.
+    size_t offered = 0;
+    for (int i = 0; i < count; ++i) offered += parts[i].iov_len;
+    if (bytes < offered && !hangup_) readable_ = false;
+    size_t direct = std::min(bytes, wanted);
     if (rxState_ == ReadState::kHeader) {
-      rxHeaderDone_ += bytes;
+      rxHeaderDone_ += direct;
     } else {
-      size_t payload = std::min(bytes, payloadWanted);
-      rxDone_ += payload;
-      rxHeaderDone_ = bytes - payload;
+      rxDone_ += direct;
     }
+    stageBegin_ = 0;
+    stageEnd_ = bytes - direct;
   }
   return progress;
 }

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -58,11 +59,18 @@ class Connection {
   void addSendLane(Fifo* fifo, uint16_t lane);
 
   void markReadable() { readable_ = true; }
+  /// epoll reported the peer's end closed (EOF, reset or error): a short read no longer
+  /// means the socket is empty, since the end of the stream raises no further edge.
+  void markHangup() { hangup_ = true; }
   void markWritable() { writable_ = true; }
 
-  /// Moves what it can without blocking; true when any byte or slot moved.
-  bool pumpWrite();
-  bool pumpRead();
+  /// Moves what it can without blocking; true when any byte or slot moved. A data frame of
+  /// more than `maxFrameBytes` payload bytes is left where it is (not started, or not
+  /// continued) and leftBulk() says so: the rank's thread moves small frames only.
+  bool pumpWrite(size_t maxFrameBytes = SIZE_MAX);
+  bool pumpRead(size_t maxFrameBytes = SIZE_MAX);
+  /// The last pump stopped at a frame above its limit.
+  bool leftBulk() const { return leftBulk_; }
 
   /// Queues a control frame (abort with its encoded AbortNotice as `payload`, or bye), sent
   /// after the frame in flight; no data frame follows it.
@@ -97,7 +105,9 @@ class Connection {
   };
   enum class ReadState { kHeader, kSlot, kPayload };
 
-  bool startNextFrame();
+  /// Starts the next frame: a queued control frame, a heartbeat, or the next committed slot
+  /// of the lanes (round robin) unless its payload exceeds `maxFrameBytes`.
+  bool startNextFrame(size_t maxFrameBytes);
   void finishFrame();
   bool onHeader();
   void onAbortNotice();
@@ -120,6 +130,8 @@ class Connection {
   std::string error_;
   bool readable_ = false;
   bool writable_ = false;
+  bool leftBulk_ = false;
+  bool hangup_ = false;
 
   // Writer: the frame in flight (header + payload of one slot, or a control frame).
   std::vector<SendLane> lanes_;
@@ -143,10 +155,15 @@ class Connection {
   Clock::time_point lastSend_ = Clock::now();
   Clock::time_point lastReceive_ = Clock::now();
 
-  // Reader: a header (possibly partly read ahead with the previous payload), then a slot.
+  // Reader: a header, then a slot for its payload; either may come partly from the stage.
   ReadState rxState_ = ReadState::kHeader;
   unsigned char rxHeader_[FrameHeader::kBytes] = {};
   size_t rxHeaderDone_ = 0;
+  /// Bytes read ahead of the part of a frame a read asked for (the next header, a small
+  /// payload, whole small frames), consumed before the socket is read again.
+  std::vector<char> rxStage_;
+  size_t stageBegin_ = 0;
+  size_t stageEnd_ = 0;
   FrameHeader rx_;
   Fifo* rxFifo_ = nullptr;
   char* rxSlot_ = nullptr;  ///< nullptr while discarding.

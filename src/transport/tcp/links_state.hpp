@@ -3,10 +3,11 @@
 //
 // Threads: the rank thread creates FIFOs and starts dials; short-lived helper threads run
 // the dialing side of connection handshakes, and the acceptor thread (acceptor.hpp) every
-// pending accepted one, and both hand finished sockets over; the network thread owns every
-// established connection and moves bytes. They meet in the fields under `mutex`, and the
-// network thread learns of changes through `changed` plus a ring of its doorbell (whose
-// eventfd wakes it from epoll_wait).
+// pending accepted one, and both hand finished sockets over; the network loop (one object,
+// network_loop.hpp) owns every established connection and moves bytes, driven by the network
+// thread or by the waiting rank's thread, one at a time under `pumpMutex`. They meet in the
+// fields under `mutex`, and the network thread learns of changes through `changed` plus a
+// ring of controlBell (whose eventfd wakes it from epoll_wait).
 #pragma once
 
 #include <atomic>
@@ -27,6 +28,7 @@
 #include "transport/tcp/acceptor.hpp"
 #include "transport/tcp/connection.hpp"
 #include "transport/tcp/handshake.hpp"
+#include "transport/tcp/network_loop.hpp"
 #include "transport/tcp/tcp_links.hpp"
 
 namespace grove::transport::tcp {
@@ -70,14 +72,20 @@ struct NewLane {
 
 struct LinksState {
   LinksState(bootstrap::Store& store, TcpOptions options, Doorbell& rankBell);
+  ~LinksState();
 
   // --- fixed after construction
   bootstrap::Store& store;
   const TcpOptions options;
   Doorbell& rankBell;
+  /// Rung by the FIFOs (the rank committed a message, or freed a receive slot): the network
+  /// thread listens to it only while the rank does not drive the loop itself.
   Doorbell netBell;
-  net::UniqueFd eventFd;
-  net::UniqueFd epoll;
+  /// Rung for changes (notifyNetwork) and when the rank hands the loop back: always heard.
+  Doorbell controlBell;
+  net::UniqueFd eventFd;     ///< Behind both bells.
+  net::UniqueFd epoll;       ///< The sockets and the eventfd.
+  net::UniqueFd quietEpoll;  ///< Only the eventfd: where the network thread sleeps meanwhile.
   net::UniqueFd listener;
   std::string address;
   HelloPolicy policy;
@@ -116,6 +124,13 @@ struct LinksState {
   // --- rank thread
   std::map<int, std::string> peerAddresses;
   std::set<std::pair<int, int>> dialed;  ///< (peer, stream).
+
+  // --- the network loop
+  std::unique_ptr<NetworkLoop> loop;
+  std::mutex pumpMutex;  ///< Held by whichever thread runs a step of the loop.
+  /// Steady-clock ns until which the rank drives the loop (0: it does not): while it does,
+  /// the network thread sleeps on controlBell only (network_loop.hpp).
+  std::atomic<int64_t> rankDrivesUntilNs{0};
 
   std::thread network;
   std::unique_ptr<Acceptor> acceptor;  ///< Started by TcpLinks, stopped after the network.
@@ -159,8 +174,5 @@ struct LinksState {
 
 /// std::chrono::steady_clock now, in ns since its epoch.
 int64_t steadyNs();
-
-/// The network thread's body.
-void runNetwork(LinksState& state);
 
 }  // namespace grove::transport::tcp

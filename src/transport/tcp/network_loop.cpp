@@ -1,14 +1,15 @@
-// The network thread of the TCP transport: owns every established connection, pumps bytes
-// between sockets and FIFOs, adopts the connections whose handshakes finished (on dialing
-// helpers and the acceptor thread), and sleeps in epoll when nothing moves.
+// The network loop of the TCP transport (network_loop.hpp): the network thread's body, the
+// rank's step (the latency path), pumping, adopting finished handshakes, liveness, shutdown.
 //
-// Sleeping follows the doorbell protocol: prepareSleep, re-check every FIFO and the change
+// Sleeping follows the doorbell protocol: prepareSleep, re-check the FIFOs and the change
 // flag, then epoll_wait; a rank that commits or releases meanwhile rings the doorbell, which
 // writes the eventfd epoll watches, so no wake-up is lost. Before sleeping the thread polls
 // for a few microseconds (yielding the CPU between polls, for hosts with more threads than
-// cores), which saves a wake-up per message when a rank answers quickly.
+// cores), which saves a wake-up per message when a rank answers quickly. While the rank
+// drives the loop (its lease runs) the thread sleeps on controlBell alone, in quietEpoll,
+// until the lease ends, the rank hands it back, or something changes.
 //
-// Liveness: every 250 ms the thread sends a heartbeat on each connection that wrote nothing
+// Liveness: every 250 ms the loop queues a heartbeat on each connection that wrote nothing
 // for TcpLinks::kHeartbeatInterval and notes, per peer, when something last arrived (or that
 // the peer's data waits for this rank's free slots); the rank thread compares that with
 // GROVE_HEARTBEAT_TIMEOUT while it waits (LinksState::checkHeartbeats).
@@ -36,283 +37,332 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kSpin = std::chrono::microseconds(20);
 constexpr auto kFlushGrace = std::chrono::seconds(1);
 constexpr auto kLivenessTick = std::chrono::milliseconds(250);
-char kEventTag;
-
-class NetworkLoop {
- public:
-  explicit NetworkLoop(LinksState& state) : s_(state) {}
-
-  void run() {
-    watch(s_.eventFd.get(), EPOLLIN, &kEventTag);
-    Clock::time_point lastProgress = Clock::now();
-    epoll_event events[64];
-    for (;;) {
-      bool progress = absorbChanges();
-      progress = pumpAll() || progress;
-      progress = tendLiveness() || progress;
-      if (s_.stopping && !continueShutdown()) break;
-      int timeoutMs = 0;
-      Clock::time_point now = Clock::now();
-      if (progress) {
-        lastProgress = now;
-      } else if (now - lastProgress > kSpin) {
-        prepareSleep(s_.netBell);
-        if (s_.changed.load() || pumpAll()) {
-          lastProgress = now;
-        } else {
-          timeoutMs = s_.stopping ? 10 : static_cast<int>(kLivenessTick.count());
-        }
-      } else {
-        ::sched_yield();  // polling, but let the ranks run first on an oversubscribed host
-      }
-      int count = ::epoll_wait(s_.epoll.get(), events, 64, timeoutMs);
-      cancelSleep(s_.netBell);
-      for (int i = 0; i < std::max(count, 0); ++i) dispatch(events[i]);
-    }
-    connections_.clear();
-  }
-
- private:
-  void watch(int fd, uint32_t events, void* tag) {
-    epoll_event event{};
-    event.events = events;
-    event.data.ptr = tag;
-    ::epoll_ctl(s_.epoll.get(), EPOLL_CTL_ADD, fd, &event);
-  }
-
-  void dispatch(const epoll_event& event) {
-    if (event.data.ptr == &kEventTag) {
-      uint64_t value = 0;
-      while (::read(s_.eventFd.get(), &value, sizeof value) > 0) {
-      }
-    } else {
-      auto* connection = static_cast<Connection*>(event.data.ptr);
-      if (event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) connection->markReadable();
-      if (event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) connection->markWritable();
-    }
-  }
-
-  /// Every kLivenessTick: queues heartbeats on idle connections and records when each peer
-  /// was last heard from; true when a heartbeat was queued.
-  bool tendLiveness() {
-    Clock::time_point now = Clock::now();
-    if (now - lastLivenessTick_ < kLivenessTick) return false;
-    lastLivenessTick_ = now;
-    bool queued = false;
-    for (auto& connection : connections_) {
-      if (connection->state() != Connection::State::kOpen) continue;
-      if (now - connection->lastSend() >= TcpLinks::kHeartbeatInterval) {
-        connection->sendHeartbeat();
-        queued = true;
-      }
-      Clock::time_point heard = connection->waitingForSlot() ? now : connection->lastReceive();
-      s_.heard(connection->peer(), heard.time_since_epoch() / std::chrono::nanoseconds(1));
-    }
-    return queued;
-  }
-
-  /// This rank's abort notice (encoded), for abort frames.
-  std::string abortPayload() {
-    std::lock_guard lock(s_.mutex);
-    if (!s_.abortPayload.empty()) return s_.abortPayload;
-    AbortNotice notice;
-    notice.origin = static_cast<uint32_t>(s_.options.rank);
-    notice.cause = "the communicator was aborted";
-    return notice.encode();
-  }
-
-  /// Takes the new send lanes, finished handshakes and the abort request; true if any.
-  bool absorbChanges() {
-    if (!s_.changed.exchange(false)) return false;
-    std::vector<NewLane> lanes;
-    std::vector<Handoff> handoffs;
-    {
-      std::lock_guard lock(s_.mutex);
-      lanes.swap(s_.newLanes);
-      handoffs.swap(s_.handoffs);
-    }
-    s_.reapHelpers();
-    for (const NewLane& lane : lanes) {
-      std::pair key{lane.peer, lane.lane % s_.options.socketsPerPeer};
-      auto found = outgoing_.find(key);
-      if (found != outgoing_.end()) {
-        found->second->addSendLane(lane.fifo, lane.lane);
-      } else {
-        waitingLanes_[key].push_back(lane);
-      }
-    }
-    for (Handoff& handoff : handoffs) adopt(std::move(handoff));
-    if (s_.aborting && !abortSent_) {
-      abortSent_ = true;
-      std::string payload = abortPayload();
-      for (auto& connection : connections_) connection->sendControl(FrameKind::kAbort, payload);
-    }
-    return true;
-  }
-
-  void adopt(Handoff handoff) {
-    std::pair key{handoff.peer, handoff.stream};
-    bool outgoing = handoff.direction == Connection::Direction::kOutgoing;
-    auto& table = outgoing ? outgoing_ : incoming_;
-    if (table.count(key) != 0) {
-      log::warn(s_.options.rank,
-                "TCP transport: dropped a second connection {} rank {} on "
-                "stream {}",
-                outgoing ? "to" : "from", handoff.peer, handoff.stream);
-      return;
-    }
-    int peer = handoff.peer;
-    auto connection = std::make_unique<Connection>(
-        std::move(handoff.socket), peer, handoff.stream, s_.options.socketsPerPeer,
-        handoff.direction, s_.options.geometry.slotBytes,
-        [this, peer](uint16_t lane) { return &s_.recvFifo(peer, lane); }, s_.options.size,
-        s_.options.faultCorruptFrame);
-    s_.heard(peer, steadyNs());
-    if (outgoing) {
-      auto waiting = waitingLanes_.find(key);
-      if (waiting != waitingLanes_.end()) {
-        for (const NewLane& lane : waiting->second) connection->addSendLane(lane.fifo, lane.lane);
-        waitingLanes_.erase(waiting);
-      }
-    }
-    if (s_.aborting) connection->sendControl(FrameKind::kAbort, abortPayload());
-    if (s_.stopping) connection->discardIncomingData();
-    if (byeQueued_) connection->sendControl(FrameKind::kBye);
-    watch(connection->fd(), EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, connection.get());
-    table[key] = connection.get();
-    if (!outgoing) s_.incomingOpen[peer].fetch_add(1, std::memory_order_release);
-    connections_.push_back(std::move(connection));
-  }
-
-  /// Pumps every connection and retires the ones that ended; true if anything moved.
-  bool pumpAll() {
-    bool progress = false;
-    for (auto& connection : connections_) {
-      progress = connection->pumpWrite() || progress;
-      progress = connection->pumpRead() || progress;
-    }
-    auto ended = [](const std::unique_ptr<Connection>& c) {
-      return c->state() != Connection::State::kOpen;
-    };
-    if (std::any_of(connections_.begin(), connections_.end(), ended)) {
-      for (auto& connection : connections_) {
-        if (ended(connection)) retire(*connection);
-      }
-      std::erase_if(connections_, ended);
-      progress = true;
-    }
-    return progress;
-  }
-
-  void retire(Connection& connection) {
-    ::epoll_ctl(s_.epoll.get(), EPOLL_CTL_DEL, connection.fd(), nullptr);
-    std::pair key{connection.peer(), connection.stream()};
-    bool outgoing = connection.direction() == Connection::Direction::kOutgoing;
-    (outgoing ? outgoing_ : incoming_).erase(key);
-    bool clean = connection.state() == Connection::State::kClosed &&
-                 !(outgoing && connection.hasUnsentData());
-    if (!outgoing) {
-      // Everything the peer sent on it is in the FIFOs now (its bye came after its data).
-      if (clean) s_.saidBye[connection.peer()].store(true, std::memory_order_release);
-      s_.incomingOpen[connection.peer()].fetch_sub(1, std::memory_order_release);
-    }
-    if (clean) {
-      log::info(s_.options.rank, "TCP transport: {}", connection.error());
-    } else if (connection.state() == Connection::State::kAborted || !(s_.stopping || s_.aborting)) {
-      // After this rank stopped or aborted, peers closing their ends is expected.
-      FailureInfo info;
-      if (connection.state() == Connection::State::kAborted) {
-        info = FailureInfo{static_cast<int>(connection.abortNotice().origin),
-                           connection.abortNotice().cause, connection.abortNotice().usageError};
-      }
-      std::string reason = connection.error();
-      if (connection.state() == Connection::State::kClosed) {
-        // A clean close while this rank still had data for it: it left, its calls over.
-        reason = "it left (destroyed its communicator) before receiving all this rank sent it";
-      }
-      s_.markFailed(connection.peer(), reason, std::move(info));
-    }
-  }
-
-  /// One shutdown step; false when the thread may exit.
-  ///
-  /// Closing a socket with unread bytes in it (a heartbeat the peer sent while this rank
-  /// shut down) makes the kernel reset the connection and drop what this rank wrote but
-  /// the peer's host had not taken yet: its last messages and the bye. So after the bye
-  /// each connection is half-closed and kept open, its input read and dropped, until the
-  /// peer closes its end, or, after a grace, until the peer's host acknowledged every byte
-  /// (the peer reads them even after a reset). Both wait for the peer's network thread only;
-  /// a peer whose receive slots stay full holds this rank up to the timeout, as unsent
-  /// messages do.
-  bool continueShutdown() {
-    Clock::time_point now = Clock::now();
-    if (!byeQueued_) {
-      if (!draining_) {
-        draining_ = true;
-        drainDeadline_ = now + s_.options.timeout;
-        for (auto& connection : connections_) connection->discardIncomingData();
-      }
-      if (!s_.aborting && unsentData() && now < drainDeadline_) return true;
-      byeQueued_ = true;
-      lingerStart_ = now;
-      FrameKind kind = s_.aborting ? FrameKind::kAbort : FrameKind::kBye;
-      std::string payload = s_.aborting ? abortPayload() : std::string();
-      for (auto& connection : connections_) connection->sendControl(kind, payload);
-    }
-    if (s_.aborting) {
-      // An abort closes fast: the notice gets a grace to go out, the data is dropped.
-      bool flushed = std::all_of(connections_.begin(), connections_.end(),
-                                 [](const auto& c) { return c->controlFlushed(); });
-      return !flushed && now < lingerStart_ + kFlushGrace;
-    }
-    bool settled = true;
-    for (auto& connection : connections_) {
-      if (s_.failed[connection->peer()]) continue;
-      if (!connection->controlFlushed()) {
-        settled = false;
-        continue;
-      }
-      connection->finishWriting();
-      if (now < lingerStart_ + kFlushGrace || connection->unacknowledgedBytes() > 0) {
-        settled = false;
-      }
-    }
-    return !settled && now < drainDeadline_;
-  }
-
-  /// Whether a message committed to a healthy peer has not been written yet.
-  bool unsentData() {
-    for (auto& connection : connections_) {
-      if (connection->direction() == Connection::Direction::kOutgoing &&
-          !s_.failed[connection->peer()] && connection->hasUnsentData()) {
-        return true;
-      }
-    }
-    size_t bytes = 0;
-    for (auto& [key, lanes] : waitingLanes_) {
-      if (s_.failed[key.first]) continue;
-      for (const NewLane& lane : lanes) {
-        if (lane.fifo->tryPeek(&bytes) != nullptr) return true;
-      }
-    }
-    return false;
-  }
-
-  LinksState& s_;
-  std::vector<std::unique_ptr<Connection>> connections_;
-  std::map<std::pair<int, int>, Connection*> outgoing_;  ///< (peer, stream).
-  std::map<std::pair<int, int>, Connection*> incoming_;
-  std::map<std::pair<int, int>, std::vector<NewLane>> waitingLanes_;
-  bool abortSent_ = false;
-  Clock::time_point lastLivenessTick_;
-  bool draining_ = false;
-  bool byeQueued_ = false;
-  Clock::time_point drainDeadline_;
-  Clock::time_point lingerStart_;
-};
+// How long the rank's lease lasts after its last step: a rank between two calls keeps the
+// loop this long (the next call usually follows within it), then the network thread takes
+// over what arrives while the rank computes.
+constexpr int64_t kRankLeaseNs = 1'000'000;
+constexpr uint64_t kEventSerial = 0;
+constexpr size_t kAnyFrame = SIZE_MAX;
 
 }  // namespace
 
-void runNetwork(LinksState& state) { NetworkLoop(state).run(); }
+NetworkLoop::NetworkLoop(LinksState& state) : s_(state) {
+  watch(s_.epoll.get(), s_.eventFd.get(), EPOLLIN, kEventSerial);
+  watch(s_.quietEpoll.get(), s_.eventFd.get(), EPOLLIN, kEventSerial);
+}
+
+NetworkLoop::~NetworkLoop() = default;
+
+void NetworkLoop::run() {
+  Clock::time_point lastProgress = Clock::now();
+  epoll_event events[64];
+  for (;;) {
+    bool progress = false;
+    {
+      std::lock_guard lock(s_.pumpMutex);
+      progress = step(kAnyFrame);
+      if (s_.stopping && !continueShutdown()) break;
+    }
+    int timeoutMs = 0;
+    int epollFd = s_.epoll.get();
+    Clock::time_point now = Clock::now();
+    const bool rankDrives = s_.rankDrivesUntilNs.load() > steadyNs();
+    if (progress) {
+      lastProgress = now;
+    } else if (now - lastProgress > kSpin || rankDrives) {
+      prepareSleep(s_.controlBell);
+      // After announcing the sleep (a rank handing the loop back rings controlBell).
+      const int64_t leaseNs = s_.rankDrivesUntilNs.load() - steadyNs();
+      const bool quiet = leaseNs > 0 && !s_.stopping;
+      if (!quiet) prepareSleep(s_.netBell);
+      bool more = s_.changed.load();
+      if (!more && !quiet) {
+        std::lock_guard lock(s_.pumpMutex);
+        more = pumpAll(kAnyFrame);
+      }
+      if (more) {
+        lastProgress = now;
+      } else if (quiet) {
+        epollFd = s_.quietEpoll.get();
+        timeoutMs =
+            static_cast<int>(std::min<int64_t>(leaseNs / 1'000'000 + 1, kLivenessTick.count()));
+      } else {
+        timeoutMs = s_.stopping ? 10 : static_cast<int>(kLivenessTick.count());
+      }
+    } else {
+      ::sched_yield();  // polling, but let the ranks run first on an oversubscribed host
+    }
+    int count = ::epoll_wait(epollFd, events, 64, timeoutMs);
+    cancelSleep(s_.netBell);
+    cancelSleep(s_.controlBell);
+    if (count > 0) {
+      std::lock_guard lock(s_.pumpMutex);
+      dispatch(events, count);
+    }
+  }
+  std::lock_guard lock(s_.pumpMutex);
+  connections_.clear();
+  bySerial_.clear();
+}
+
+bool NetworkLoop::driveFromRank() {
+  std::unique_lock lock(s_.pumpMutex, std::try_to_lock);
+  if (!lock.owns_lock() || s_.stopping) return false;
+  epoll_event events[64];
+  int count = ::epoll_wait(s_.epoll.get(), events, 64, 0);
+  if (count > 0) dispatch(events, count);
+  bool progress = step(s_.options.directBytes);
+  if (!deferred_) {
+    s_.rankDrivesUntilNs.store(steadyNs() + kRankLeaseNs);
+  } else if (s_.rankDrivesUntilNs.exchange(0) != 0 || count > 0) {
+    // A bulk frame waits: the network thread's, at once — also when this step took the
+    // socket events that would have woken it (edge-triggered: epoll reports each once).
+    ring(s_.controlBell);
+  }
+  return progress;
+}
+
+bool NetworkLoop::step(size_t maxFrameBytes) {
+  deferred_ = false;
+  bool progress = absorbChanges();
+  progress = pumpAll(maxFrameBytes) || progress;
+  progress = tendLiveness() || progress;
+  return progress;
+}
+
+void NetworkLoop::watch(int epollFd, int fd, uint32_t events, uint64_t serial) {
+  epoll_event event{};
+  event.events = events;
+  event.data.u64 = serial;
+  ::epoll_ctl(epollFd, EPOLL_CTL_ADD, fd, &event);
+}
+
+void NetworkLoop::dispatch(const epoll_event* events, int count) {
+  for (int i = 0; i < count; ++i) {
+    const epoll_event& event = events[i];
+    if (event.data.u64 == kEventSerial) {
+      uint64_t value = 0;
+      while (::read(s_.eventFd.get(), &value, sizeof value) > 0) {
+      }
+      continue;
+    }
+    auto found = bySerial_.find(event.data.u64);
+    if (found == bySerial_.end()) continue;  // retired since epoll reported it
+    Connection* connection = found->second;
+    if (event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) connection->markReadable();
+    if (event.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) connection->markHangup();
+    if (event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) connection->markWritable();
+  }
+}
+
+/// Every kLivenessTick: queues heartbeats on idle connections and records when each peer
+/// was last heard from; true when a heartbeat was queued.
+bool NetworkLoop::tendLiveness() {
+  Clock::time_point now = Clock::now();
+  if (now - lastLivenessTick_ < kLivenessTick) return false;
+  lastLivenessTick_ = now;
+  bool queued = false;
+  for (auto& connection : connections_) {
+    if (connection->state() != Connection::State::kOpen) continue;
+    if (now - connection->lastSend() >= TcpLinks::kHeartbeatInterval) {
+      connection->sendHeartbeat();
+      queued = true;
+    }
+    Clock::time_point heard = connection->waitingForSlot() ? now : connection->lastReceive();
+    s_.heard(connection->peer(), heard.time_since_epoch() / std::chrono::nanoseconds(1));
+  }
+  return queued;
+}
+
+/// This rank's abort notice (encoded), for abort frames.
+std::string NetworkLoop::abortPayload() {
+  std::lock_guard lock(s_.mutex);
+  if (!s_.abortPayload.empty()) return s_.abortPayload;
+  AbortNotice notice;
+  notice.origin = static_cast<uint32_t>(s_.options.rank);
+  notice.cause = "the communicator was aborted";
+  return notice.encode();
+}
+
+/// Takes the new send lanes, finished handshakes and the abort request; true if any.
+bool NetworkLoop::absorbChanges() {
+  if (!s_.changed.exchange(false)) return false;
+  std::vector<NewLane> lanes;
+  std::vector<Handoff> handoffs;
+  {
+    std::lock_guard lock(s_.mutex);
+    lanes.swap(s_.newLanes);
+    handoffs.swap(s_.handoffs);
+  }
+  s_.reapHelpers();
+  for (const NewLane& lane : lanes) {
+    std::pair key{lane.peer, lane.lane % s_.options.socketsPerPeer};
+    auto found = outgoing_.find(key);
+    if (found != outgoing_.end()) {
+      found->second->addSendLane(lane.fifo, lane.lane);
+    } else {
+      waitingLanes_[key].push_back(lane);
+    }
+  }
+  for (Handoff& handoff : handoffs) adopt(std::move(handoff));
+  if (s_.aborting && !abortSent_) {
+    abortSent_ = true;
+    std::string payload = abortPayload();
+    for (auto& connection : connections_) connection->sendControl(FrameKind::kAbort, payload);
+  }
+  return true;
+}
+
+void NetworkLoop::adopt(Handoff handoff) {
+  std::pair key{handoff.peer, handoff.stream};
+  bool outgoing = handoff.direction == Connection::Direction::kOutgoing;
+  auto& table = outgoing ? outgoing_ : incoming_;
+  if (table.count(key) != 0) {
+    log::warn(s_.options.rank,
+              "TCP transport: dropped a second connection {} rank {} on "
+              "stream {}",
+              outgoing ? "to" : "from", handoff.peer, handoff.stream);
+    return;
+  }
+  int peer = handoff.peer;
+  auto connection = std::make_unique<Connection>(
+      std::move(handoff.socket), peer, handoff.stream, s_.options.socketsPerPeer, handoff.direction,
+      s_.options.geometry.slotBytes,
+      [this, peer](uint16_t lane) { return &s_.recvFifo(peer, lane); }, s_.options.size,
+      s_.options.faultCorruptFrame);
+  s_.heard(peer, steadyNs());
+  if (outgoing) {
+    auto waiting = waitingLanes_.find(key);
+    if (waiting != waitingLanes_.end()) {
+      for (const NewLane& lane : waiting->second) connection->addSendLane(lane.fifo, lane.lane);
+      waitingLanes_.erase(waiting);
+    }
+  }
+  if (s_.aborting) connection->sendControl(FrameKind::kAbort, abortPayload());
+  if (s_.stopping) connection->discardIncomingData();
+  if (byeQueued_) connection->sendControl(FrameKind::kBye);
+  const uint64_t serial = nextSerial_++;
+  watch(s_.epoll.get(), connection->fd(), EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, serial);
+  bySerial_[serial] = connection.get();
+  table[key] = connection.get();
+  if (!outgoing) s_.incomingOpen[peer].fetch_add(1, std::memory_order_release);
+  connections_.push_back(std::move(connection));
+}
+
+/// Pumps every connection and retires the ones that ended; true if anything moved.
+bool NetworkLoop::pumpAll(size_t maxFrameBytes) {
+  bool progress = false;
+  for (auto& connection : connections_) {
+    progress = connection->pumpWrite(maxFrameBytes) || progress;
+    progress = connection->pumpRead(maxFrameBytes) || progress;
+    deferred_ = deferred_ || connection->leftBulk();
+  }
+  auto ended = [](const std::unique_ptr<Connection>& c) {
+    return c->state() != Connection::State::kOpen;
+  };
+  if (std::any_of(connections_.begin(), connections_.end(), ended)) {
+    for (auto& connection : connections_) {
+      if (ended(connection)) retire(*connection);
+    }
+    std::erase_if(connections_, ended);
+    progress = true;
+  }
+  return progress;
+}
+
+void NetworkLoop::retire(Connection& connection) {
+  ::epoll_ctl(s_.epoll.get(), EPOLL_CTL_DEL, connection.fd(), nullptr);
+  std::erase_if(bySerial_, [&](const auto& entry) { return entry.second == &connection; });
+  std::pair key{connection.peer(), connection.stream()};
+  bool outgoing = connection.direction() == Connection::Direction::kOutgoing;
+  (outgoing ? outgoing_ : incoming_).erase(key);
+  bool clean =
+      connection.state() == Connection::State::kClosed && !(outgoing && connection.hasUnsentData());
+  if (!outgoing) {
+    // Everything the peer sent on it is in the FIFOs now (its bye came after its data).
+    if (clean) s_.saidBye[connection.peer()].store(true, std::memory_order_release);
+    s_.incomingOpen[connection.peer()].fetch_sub(1, std::memory_order_release);
+  }
+  if (clean) {
+    log::info(s_.options.rank, "TCP transport: {}", connection.error());
+  } else if (connection.state() == Connection::State::kAborted || !(s_.stopping || s_.aborting)) {
+    // After this rank stopped or aborted, peers closing their ends is expected.
+    FailureInfo info;
+    if (connection.state() == Connection::State::kAborted) {
+      info = FailureInfo{static_cast<int>(connection.abortNotice().origin),
+                         connection.abortNotice().cause, connection.abortNotice().usageError};
+    }
+    std::string reason = connection.error();
+    if (connection.state() == Connection::State::kClosed) {
+      // A clean close while this rank still had data for it: it left, its calls over.
+      reason = "it left (destroyed its communicator) before receiving all this rank sent it";
+    }
+    s_.markFailed(connection.peer(), reason, std::move(info));
+  }
+}
+
+/// One shutdown step; false when the thread may exit.
+///
+/// Closing a socket with unread bytes in it (a heartbeat the peer sent while this rank
+/// shut down) makes the kernel reset the connection and drop what this rank wrote but
+/// the peer's host had not taken yet: its last messages and the bye. So after the bye
+/// each connection is half-closed and kept open, its input read and dropped, until the
+/// peer closes its end, or, after a grace, until the peer's host acknowledged every byte
+/// (the peer reads them even after a reset). Both wait for the peer's network thread only;
+/// a peer whose receive slots stay full holds this rank up to the timeout, as unsent
+/// messages do.
+bool NetworkLoop::continueShutdown() {
+  Clock::time_point now = Clock::now();
+  if (!byeQueued_) {
+    if (!draining_) {
+      draining_ = true;
+      drainDeadline_ = now + s_.options.timeout;
+      for (auto& connection : connections_) connection->discardIncomingData();
+    }
+    if (!s_.aborting && unsentData() && now < drainDeadline_) return true;
+    byeQueued_ = true;
+    lingerStart_ = now;
+    FrameKind kind = s_.aborting ? FrameKind::kAbort : FrameKind::kBye;
+    std::string payload = s_.aborting ? abortPayload() : std::string();
+    for (auto& connection : connections_) connection->sendControl(kind, payload);
+  }
+  if (s_.aborting) {
+    // An abort closes fast: the notice gets a grace to go out, the data is dropped.
+    bool flushed = std::all_of(connections_.begin(), connections_.end(),
+                               [](const auto& c) { return c->controlFlushed(); });
+    return !flushed && now < lingerStart_ + kFlushGrace;
+  }
+  bool settled = true;
+  for (auto& connection : connections_) {
+    if (s_.failed[connection->peer()]) continue;
+    if (!connection->controlFlushed()) {
+      settled = false;
+      continue;
+    }
+    connection->finishWriting();
+    if (now < lingerStart_ + kFlushGrace || connection->unacknowledgedBytes() > 0) {
+      settled = false;
+    }
+  }
+  return !settled && now < drainDeadline_;
+}
+
+/// Whether a message committed to a healthy peer has not been written yet.
+bool NetworkLoop::unsentData() {
+  for (auto& connection : connections_) {
+    if (connection->direction() == Connection::Direction::kOutgoing &&
+        !s_.failed[connection->peer()] && connection->hasUnsentData()) {
+      return true;
+    }
+  }
+  size_t bytes = 0;
+  for (auto& [key, lanes] : waitingLanes_) {
+    if (s_.failed[key.first]) continue;
+    for (const NewLane& lane : lanes) {
+      if (lane.fifo->tryPeek(&bytes) != nullptr) return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace grove::transport::tcp

@@ -101,12 +101,14 @@ LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Door
 
   eventFd = net::UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   epoll = net::UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
-  if (!eventFd.valid() || !epoll.valid()) {
+  quietEpoll = net::UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
+  if (!eventFd.valid() || !epoll.valid() || !quietEpoll.valid()) {
     throw Error(
         ErrorCode::kSystemError,
         fmt::format("TcpLinks rank {}: eventfd/epoll_create1 failed (errno {})", o.rank, errno));
   }
   attachEventFd(netBell, eventFd.get());
+  attachEventFd(controlBell, eventFd.get());
   if (!o.linkAddresses.empty() && o.linkAddresses.size() != static_cast<size_t>(o.size)) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("TcpLinks: rank {}: {} link addresses for {} ranks (expected none "
@@ -129,6 +131,8 @@ LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Door
                                   port)
                     : "");
 }
+
+LinksState::~LinksState() = default;
 
 std::string LinksState::dialAddress(int peer, const std::string& published) const {
   if (options.linkAddresses.empty()) return published;
@@ -195,7 +199,7 @@ void LinksState::checkHeartbeats() {
 
 void LinksState::notifyNetwork() {
   changed.store(true);
-  ring(netBell);
+  ring(controlBell);
 }
 
 void LinksState::setHelperFd(Helper& helper, int fd) {
@@ -297,7 +301,8 @@ TcpLinks::TcpLinks(bootstrap::Store& store, TcpOptions options, Doorbell& rankBe
   tcp::LinksState& s = impl_->state;
   s.store.set(fmt::format("{}/tcp/{}", s.options.keyPrefix, s.options.rank), s.address);
   s.startAcceptor();
-  s.network = std::thread([&s] { tcp::runNetwork(s); });
+  s.loop = std::make_unique<tcp::NetworkLoop>(s);
+  s.network = std::thread([&s] { s.loop->run(); });
 }
 
 TcpLinks::~TcpLinks() {
@@ -383,6 +388,16 @@ void TcpLinks::abort(const FailureInfo& info) {
 
 void TcpLinks::abort() {
   abort(FailureInfo{impl_->state.options.rank, "the communicator was aborted"});
+}
+
+bool TcpLinks::progress() {
+  tcp::LinksState& s = impl_->state;
+  return s.options.directBytes > 0 && s.loop->driveFromRank();
+}
+
+void TcpLinks::handOffProgress() {
+  tcp::LinksState& s = impl_->state;
+  if (s.rankDrivesUntilNs.exchange(0) != 0) ring(s.controlBell);
 }
 
 int TcpLinks::failedPeer() const {

@@ -32,7 +32,12 @@ struct TcpOptions {
   /// set fewer.
   int socketsPerPeer = kStreamsPerLane;
   std::string interfaces;  ///< GROVE_SOCKET_IFNAME (NCCL syntax), empty = automatic.
-  std::string secret;      ///< Job secret for the connection handshake.
+  /// GROVE_TCP_DIRECT_BYTES: a rank waiting for a call writes and reads frames of at most
+  /// this many payload bytes on its own thread (progress()); larger ones, and everything
+  /// while the rank computes or sleeps, move on the network thread. 0: always the network
+  /// thread.
+  size_t directBytes = 67108864;
+  std::string secret;  ///< Job secret for the connection handshake.
   std::chrono::milliseconds timeout{300'000};
   /// An accepted connection that has not finished its handshake (secret, hello) this long
   /// after it was accepted is closed: a real peer needs a couple of round trips (and retries
@@ -85,6 +90,13 @@ class TcpLinks {
   /// `peer` said bye on a connection and no connection carrying its data is open any more
   /// (see Transport::peerLeft).
   bool peerLeft(int peer) const;
+  /// The latency path, on the rank's thread while it waits: writes the messages it committed
+  /// and reads what arrived, frames of up to TcpOptions::directBytes (network_loop.hpp says
+  /// how the work is shared with the network thread). True when anything moved.
+  bool progress();
+  /// The rank stops calling progress() (it is going to sleep): the network thread takes
+  /// over at once.
+  void handOffProgress();
   /// The address this rank listens on, "host:port" (for logs).
   std::string address() const;
 
