@@ -3,7 +3,7 @@
 #
 # Why: a collective over TCP can at best move bytes as fast as one plain socket stream between
 # the same two hosts. This puts two network namespaces behind a bridge (tests/netns/netns.sh),
-# measures that ceiling with a minimal python3 sender/receiver (an iperf-style single stream),
+# measures that ceiling with bench/hosts/stream.py (an iperf-style single stream),
 # then runs a 2-host `grove perf allreduce` at 64 MiB and prints both, so a regression of the
 # transport shows as a falling ratio rather than a number without context. Needs root.
 #
@@ -36,47 +36,13 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/grove-netns-bench.XXXXXX")
 netns_cleanup_hook() { rm -rf "$work"; }
 netns_up 2 "$prefix" "${NETNS_RATE:-}" || exit 1
 
-# The receiver times from the first byte to EOF, so connection set-up does not count.
-cat >"$work/recv.py" <<'EOF'
-import socket, sys, time
-server = socket.create_server((sys.argv[1], int(sys.argv[2])))
-conn, _ = server.accept()
-buf = bytearray(1 << 20)
-view = memoryview(buf)
-total = conn.recv_into(view)
-start = time.perf_counter()
-while True:
-    n = conn.recv_into(view)
-    if n == 0:
-        break
-    total += n
-elapsed = time.perf_counter() - start
-print(f"{total} {elapsed:.6f} {total * 8 / elapsed / 1e9:.2f}")
-EOF
-cat >"$work/send.py" <<'EOF'
-import socket, sys, time
-total = int(sys.argv[3]) << 20
-chunk = memoryview(bytes(1 << 20))
-for attempt in range(100):
-    try:
-        conn = socket.create_connection((sys.argv[1], int(sys.argv[2])))
-        break
-    except ConnectionRefusedError:
-        time.sleep(0.05)
-sent = 0
-while sent < total:
-    conn.sendall(chunk)
-    sent += len(chunk)
-conn.close()
-EOF
-
 echo "# single stream, host 0 -> host 1, ${stream_mib} MiB per run (python3 sockets, 1 MiB buffers)"
 best=0
 for run in 1 2 3; do
   netns_spawn "$prefix" 1 "$work/recv.$run" "$work/recv.$run.err" \
-    python3 "$work/recv.py" "$(netns_addr 1)" 5201
+    python3 "$root/bench/hosts/stream.py" recv "$(netns_addr 1)" 5201
   receiver=$NETNS_LAST_PID
-  netns_run "$prefix" 0 python3 "$work/send.py" "$(netns_addr 1)" 5201 "$stream_mib"
+  netns_run "$prefix" 0 python3 "$root/bench/hosts/stream.py" send "$(netns_addr 1)" 5201 "$stream_mib"
   wait "$receiver"
   read -r bytes seconds gbits <"$work/recv.$run"
   echo "  run $run: $bytes bytes in $seconds s = $gbits Gbit/s = $(awk "BEGIN{printf \"%.2f\", $gbits/8}") GB/s"

@@ -227,7 +227,9 @@ std::shared_ptr<gloo::Context> connect(int rank, int size, const std::string& di
   std::string prefix = envString("GLOO_PREFIX");
   if (prefix.empty()) prefix = envString("GROVE_JOB_ID");
   if (prefix.empty()) prefix = "gloo_perf";
-  gloo::transport::tcp::attr attr("127.0.0.1");
+  // GLOO_SOCKET_ADDR: the address to listen on (an emulated host's); loopback by default.
+  std::string address = envString("GLOO_SOCKET_ADDR");
+  gloo::transport::tcp::attr attr(address.empty() ? "127.0.0.1" : address.c_str());
   auto device = gloo::transport::tcp::CreateDevice(attr);
   gloo::rendezvous::FileStore fileStore(dir);
   gloo::rendezvous::PrefixStore store(prefix, fileStore);

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# bench/hosts/run.sh — grove, Open MPI and Gloo across emulated hosts, side by side.
+#
+# Why: across hosts what users compare is the library they run today over the same wire. This
+# builds emulated hosts (network namespaces behind a bridge, tests/netns/netns.sh), measures
+# the link's single-stream rate (bench/hosts/stream.py), then runs each library's size sweep
+# once per round, interleaved in an order rotated every round, and prints per-size medians
+# and ratios (bench/hosts/summary.py). Needs root.
+#
+#   grove    one process per rank, started in its host's namespace with the variables a
+#            launcher sets; shared memory inside a host, TCP across (chosen by grove itself)
+#   openmpi  mpirun.openmpi in host 0's namespace, remote ranks started through
+#            netns_agent.sh (--mca plm_rsh_agent); btl self,vader,tcp: shared memory inside a
+#            host, TCP across; --bind-to none (the emulated hosts share the machine's cores)
+#   gloo     bench/peers/gloo_perf per rank in its namespace, FileStore rendezvous, TCP
+#            everywhere (Gloo has no shared-memory transport)
+#
+# Usage: bench/hosts/run.sh [--full]
+#   default  2 hosts x 1 process, links unshaped and 1gbit, allreduce, 8 B .. 64 MiB, 3 rounds
+#   --full   the whole matrix: 2 and 4 hosts, 1 and 2 processes per host, links unshaped,
+#            10gbit, 1gbit and mixed (host 0 at 1gbit, the others 10gbit), allreduce,
+#            allgather, reducescatter and broadcast, 8 B .. 256 MiB (hours on 2 cores)
+# Environment (each overrides the choice above): HOSTS ("2 4"), PPN ("1 2"), LINKS ("unshaped
+# 1gbit 10gbit mixed"), COLLECTIVES, BEGIN (8), END (64M), FACTOR (8), ROUNDS (3), ITERS (20),
+# WARMUP (5), LIBS ("grove openmpi gloo"), GROVE (build/bin/grove), OUT (build/hosts/DATE).
+# Output: OUT/raw/* (every run), OUT/streams.txt, OUT/summary.txt and the plots (summary.py).
+# The run_LIBRARY functions are called as "run_$lib".
+# shellcheck disable=SC2317
+set -u
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+here=$root/bench/hosts
+# shellcheck source=../../tests/netns/netns.sh
+source "$root/tests/netns/netns.sh"
+
+full=0
+[[ ${1:-} == --full ]] && full=1
+if ((full)); then
+  : "${HOSTS:=2 4}" "${PPN:=1 2}" "${LINKS:=unshaped 10gbit 1gbit mixed}"
+  : "${COLLECTIVES:=allreduce allgather reducescatter broadcast}" "${END:=256M}"
+else
+  : "${HOSTS:=2}" "${PPN:=1}" "${LINKS:=unshaped 1gbit}" "${COLLECTIVES:=allreduce}" "${END:=64M}"
+fi
+: "${BEGIN:=8}" "${FACTOR:=8}" "${ROUNDS:=3}" "${ITERS:=20}" "${WARMUP:=5}"
+: "${LIBS:=grove openmpi gloo}"
+grove=${GROVE:-$root/build/bin/grove}
+out=${OUT:-$root/build/hosts/$(date +%Y%m%d-%H%M%S)}
+peers=$root/build/bench/peers
+
+if ! netns_check; then
+  echo "bench/hosts: cannot make network namespaces here: $NETNS_REASON" >&2
+  exit "$NETNS_SKIP"
+fi
+[[ -x $grove ]] || { echo "bench/hosts: grove binary '$grove' not found (run make)" >&2; exit 1; }
+# The peer drivers, always rebuilt (a minute): a stale driver would measure old code.
+"$root/bench/peers/build.sh" >&2 || { echo "bench/hosts: bench/peers/build.sh failed" >&2; exit 1; }
+mkdir -p "$out/raw"
+netns_reap_stale
+prefix=$(netns_prefix)
+stores=$(mktemp -d "${TMPDIR:-/tmp}/grove-hosts.XXXXXX")
+# shellcheck disable=SC2317  # called by netns_cleanup
+netns_cleanup_hook() { rm -rf "$stores"; }
+export MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736
+perf_args=(-b "$BEGIN" -e "$END" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -a 3 -c 1)
+
+hex() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
+
+# run_grove HOSTS PPN COLL OUTFILE: every rank a process in its host's namespace.
+run_grove() {
+  local hosts=$1 ppn=$2 coll=$3 file=$4 n=$(($1 * $2)) r pids=() status=0
+  local job secret
+  job=$(hex 8)
+  secret=$(hex 16)
+  for ((r = 0; r < n; r++)); do
+    GROVE_RANK=$r GROVE_WORLD_SIZE=$n GROVE_ROOT=$(netns_addr 0):29500 \
+      GROVE_SECRET=$secret GROVE_JOB_ID=$job netns_spawn "$prefix" $((r / ppn)) \
+      "$file.$r" "$file.$r.err" timeout -k 5 1800 "$grove" perf "$coll" -t 1 "${perf_args[@]}"
+    pids+=("$NETNS_LAST_PID")
+  done
+  for r in "${!pids[@]}"; do wait "${pids[r]}" || status=1; done
+  mv "$file.0" "$file"
+  for ((r = 1; r < n; r++)); do rm -f "$file.$r"; done
+  ((status == 0)) && rm -f "$file".*.err
+  return $status
+}
+
+# run_openmpi HOSTS PPN COLL OUTFILE
+run_openmpi() {
+  local hosts=$1 ppn=$2 coll=$3 file=$4 h list=() map=()
+  for ((h = 0; h < hosts; h++)); do
+    list+=("$(netns_addr "$h"):$ppn")
+    map+=("$(netns_addr "$h")=$(netns_host "$prefix" "$h")")
+  done
+  NETNS_AGENT_MAP=$(IFS=,; echo "${map[*]}") netns_run "$prefix" 0 timeout -k 5 1800 \
+    mpirun.openmpi --allow-run-as-root --oversubscribe -np $((hosts * ppn)) \
+    -H "$(IFS=,; echo "${list[*]}")" --mca plm_rsh_agent "$here/netns_agent.sh" \
+    --mca plm_rsh_no_tree_spawn 1 --bind-to none \
+    --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none \
+    --mca btl_tcp_if_include "$NETNS_DEV" --mca oob_tcp_if_include "$NETNS_DEV" \
+    -x MALLOC_MMAP_MAX_ -x MALLOC_TRIM_THRESHOLD_ \
+    "$peers/mpi_perf_openmpi" "$coll" "${perf_args[@]}" >"$file" 2>"$file.err" &&
+    rm -f "$file.err"
+}
+
+# run_gloo HOSTS PPN COLL OUTFILE
+run_gloo() {
+  local hosts=$1 ppn=$2 coll=$3 file=$4 n=$(($1 * $2)) r pids=() status=0 store
+  store=$(mktemp -d "$stores/gloo.XXXXXX")
+  for ((r = 0; r < n; r++)); do
+    GROVE_RANK=$r GROVE_WORLD_SIZE=$n GLOO_PREFIX=hosts$$ \
+      GLOO_SOCKET_ADDR=$(netns_addr $((r / ppn))) netns_spawn "$prefix" $((r / ppn)) \
+      "$file.$r" "$file.$r.err" timeout -k 5 1800 "$peers/gloo_perf" "$coll" "${perf_args[@]}" \
+      --store "$store"
+    pids+=("$NETNS_LAST_PID")
+  done
+  for r in "${!pids[@]}"; do wait "${pids[r]}" || status=1; done
+  mv "$file.0" "$file"
+  for ((r = 1; r < n; r++)); do rm -f "$file.$r"; done
+  ((status == 0)) && rm -f "$file".*.err
+  rm -rf "$store"
+  return $status
+}
+
+# The link's single-stream rate, host 0 -> host 1 (3 runs of 512 MiB; the best counts).
+measure_stream() {
+  local label=$1 run best=0 result
+  for run in 1 2 3; do
+    netns_spawn "$prefix" 1 "$stores/stream.$run" /dev/null \
+      python3 "$here/stream.py" recv "$(netns_addr 1)" 5201
+    local receiver=$NETNS_LAST_PID
+    netns_run "$prefix" 0 python3 "$here/stream.py" send "$(netns_addr 1)" 5201 512
+    wait "$receiver"
+    read -r _ _ result <"$stores/stream.$run"
+    best=$(awk "BEGIN{print ($result > $best) ? $result : $best}")
+  done
+  echo "$label $best" | tee -a "$out/streams.txt"
+}
+
+status=0
+for hosts in $HOSTS; do
+  for link in $LINKS; do
+    rate=$link
+    [[ $link == unshaped || $link == mixed ]] && rate=""
+    netns_up "$hosts" "$prefix" "$rate" || exit 1
+    if [[ $link == mixed ]]; then
+      # One slow host: host 0 at 1 Gbit/s, every other at 10 Gbit/s.
+      netns_shape "$prefix" 0 1gbit
+      for ((h = 1; h < hosts; h++)); do netns_shape "$prefix" "$h" 10gbit; done
+    fi
+    measure_stream "${hosts}hosts_$link"
+    for ppn in $PPN; do
+      for coll in $COLLECTIVES; do
+        for ((round = 1; round <= ROUNDS; round++)); do
+          # Rotate the order every round, so drift of the machine hits every library alike.
+          read -ra libs <<<"$LIBS"
+          shift_by=$(((round - 1) % ${#libs[@]}))
+          libs=("${libs[@]:shift_by}" "${libs[@]:0:shift_by}")
+          for lib in "${libs[@]}"; do
+            file=$out/raw/${hosts}x${ppn}_${link}_${coll}_${lib}_r$round.txt
+            echo "== ${hosts} hosts x $ppn, $link, $coll, $lib, round $round" >&2
+            if ! "run_$lib" "$hosts" "$ppn" "$coll" "$file"; then
+              echo "bench/hosts: $lib failed; its output: $file*" >&2
+              status=1
+            fi
+          done
+        done
+      done
+    done
+    netns_down "$prefix"
+  done
+done
+python3 "$here/summary.py" "$out" | tee "$out/summary.txt"
+echo "bench/hosts: results in $out" >&2
+exit $status
