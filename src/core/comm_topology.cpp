@@ -3,6 +3,10 @@
 #include "core/comm_topology.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
 
 #include "common/log.hpp"
 #include "grove/error.hpp"
@@ -41,6 +45,28 @@ std::shared_ptr<const topo::Topology> loadTopology(const std::string& spec, int 
   if (topology.name.empty()) topology.name = spec;
   log::info(rank, "topology from GROVE_TOPO_FILE={}", describe(topology));
   return std::make_shared<const topo::Topology>(std::move(topology));
+}
+
+std::shared_ptr<const topo::Topology> hostsTopology(const std::vector<std::string>& hostIds,
+                                                    int rank) {
+  std::map<std::string, int> hostIndex;
+  std::vector<int> hostOfRank;
+  std::vector<int> ranksOnHost;
+  for (const std::string& id : hostIds) {
+    auto [it, added] = hostIndex.emplace(id, static_cast<int>(hostIndex.size()));
+    if (added) ranksOnHost.push_back(0);
+    hostOfRank.push_back(it->second);
+    ++ranksOnHost[static_cast<size_t>(it->second)];
+  }
+  const int hosts = static_cast<int>(ranksOnHost.size());
+  const int widest = hosts > 0 ? *std::max_element(ranksOnHost.begin(), ranksOnHost.end()) : 0;
+  if (hosts < 2 || widest < 2) return nullptr;
+  std::string name = fmt::format("{} hosts ({} ranks)", hosts, hostIds.size());
+  auto topology = std::make_shared<const topo::Topology>(
+      topo::twoTier(name, hostOfRank, std::vector<double>(static_cast<size_t>(hosts), 100.0)));
+  log::info(rank, "topology from the ranks' hosts: {}; ranks per host {}", describe(*topology),
+            fmt::join(ranksOnHost, ","));
+  return topology;
 }
 
 std::vector<std::string> linkAddresses(const topo::Topology& topology, int rank) {

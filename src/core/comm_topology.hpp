@@ -1,6 +1,6 @@
-// The communicator's topology (GROVE_TOPO_FILE): read once when a communicator
-// is created, checked against the communicator, kept for its life, narrowed by
-// split.
+// The communicator's topology (GROVE_TOPO_FILE, or the hosts its ranks run on): made once
+// when a communicator is created, checked against the communicator, kept for its life,
+// narrowed by split.
 //
 // Why a file of its own: the process bootstrap needs the topology before the
 // transport exists (the TCP transport dials each peer at the address of the
@@ -24,6 +24,15 @@ namespace grove::detail {
 /// GROVE_TOPO_FILE, the rank and the problem, e.g. "has 3 ranks, the
 /// communicator has 4". Logged at INFO.
 std::shared_ptr<const topo::Topology> loadTopology(const std::string& spec, int rank, int size);
+
+/// Without GROVE_TOPO_FILE: the two-tier topology (topo::twoTier) of ranks placed on hosts
+/// as `hostIds` (one identity per rank, equal on ranks that share a host) says, so that
+/// plans know which ranks share memory and which share a NIC; NICs are taken at the
+/// cluster preset's default speed (100 Gbit/s) since nothing here measures them. nullptr
+/// when the ranks are on one host or each on a host of its own (no second tier). The same
+/// on every rank (hosts are numbered in order of their lowest rank). Logged at INFO.
+std::shared_ptr<const topo::Topology> hostsTopology(const std::vector<std::string>& hostIds,
+                                                    int rank);
 
 /// For each rank q (one entry per rank of `topology`): the address of q on the
 /// direct arc rank -> q when that arc names one, else "". All empty when no arc

@@ -159,6 +159,8 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
     }
     setup.hostIds.push_back(a.host);
   }
+  // Without a topology file, the hosts the ranks turned out to be on (shm inside, TCP across).
+  if (!topology) topology = hostsTopology(setup.hostIds, rank);
   warnWithoutSecret(info, setup.hostIds);
   log::info(rank, "init: rank {} of {} from {} (store {}), job {}", rank, size, info.source, where,
             setup.jobId);

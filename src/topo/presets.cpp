@@ -19,6 +19,8 @@
 //           directly. Modelling the NIC as its own vertex makes the K ranks of a host share
 //           its bandwidth, as they do. The unit is the greatest common divisor of the
 //           capacities (so the preset is integral), e.g. 2.5 GB/s for 100 Gbit/s NICs.
+//           twoTier() builds the same for any placement of ranks on hosts (a communicator
+//           without GROVE_TOPO_FILE whose ranks span hosts, core/comm_topology.cpp).
 // * mesh:N  a full mesh of N ranks, unit links (1 GB/s, 1 µs, kind "other").
 //
 // "NAME:i,j,k" restricts a fixed preset to those ranks, renumbered in the order given.
@@ -154,6 +156,60 @@ std::vector<std::string_view> splitOn(std::string_view text, char separator) {
   }
 }
 
+}  // namespace
+
+Topology twoTier(std::string name, const std::vector<int>& hostOfRank,
+                 const std::vector<double>& nicGbit) {
+  const int n = static_cast<int>(hostOfRank.size());
+  const int h = static_cast<int>(nicGbit.size());
+  std::vector<std::vector<int>> members(static_cast<size_t>(h));
+  for (int r = 0; r < n; ++r) {
+    const int host = hostOfRank[static_cast<size_t>(r)];
+    if (host < 0 || host >= h) {
+      invalid(
+          fmt::format("two-tier topology \"{}\": rank {} is on host {} of {}", name, r, host, h));
+    }
+    members[static_cast<size_t>(host)].push_back(r);
+  }
+  Topology t;
+  t.name = std::move(name);
+  for (int r = 0; r < n; ++r) addRank(t, r, -1, fmt::format("host{}", hostOfRank[r]));
+  for (const std::vector<int>& ranks : members) {
+    for (size_t a = 0; a < ranks.size(); ++a) {
+      for (size_t b = a + 1; b < ranks.size(); ++b) {
+        addLink(t, ranks[a], ranks[b], kShmGBps, kShmLatencyUs, LinkKind::kShm);
+      }
+    }
+  }
+  if (h > 1) {
+    int net = addSwitch(t, "net");
+    for (int i = 0; i < h; ++i) {
+      const std::vector<int>& ranks = members[static_cast<size_t>(i)];
+      double nicGBps = nicGbit[static_cast<size_t>(i)] / 8.0;
+      if (ranks.size() == 1) {
+        addLink(t, ranks[0], net, nicGBps, kNetHopLatencyUs, LinkKind::kNet);
+        continue;
+      }
+      if (ranks.empty()) continue;
+      int nic = addSwitch(t, fmt::format("nic{}", i));
+      for (int r : ranks) addLink(t, r, nic, kPcieGBps, kPcieLatencyUs, LinkKind::kPcie);
+      addLink(t, nic, net, nicGBps, kNetHopLatencyUs, LinkKind::kNet);
+    }
+  }
+  // The unit: the greatest common divisor of all capacities in Mbit/s, when they are whole.
+  int64_t unitMbit = 0;
+  bool whole = true;
+  for (const Arc& arc : t.arcs) {
+    double mbit = arc.capacityGBps * 8000.0;
+    if (std::fabs(mbit - std::round(mbit)) > 1e-6) whole = false;
+    unitMbit = std::gcd(unitMbit, static_cast<int64_t>(std::llround(mbit)));
+  }
+  t.unitGBps = whole && unitMbit > 0 ? static_cast<double>(unitMbit) / 8000.0 : kShmGBps;
+  return t;
+}
+
+namespace {
+
 Topology cluster(std::string_view spec, std::string_view args) {
   auto fail = [&](const std::string& what) -> void {
     invalid(
@@ -196,42 +252,9 @@ Topology cluster(std::string_view spec, std::string_view args) {
     }
   }
 
-  Topology t;
-  t.name = std::string(spec);
-  for (int i = 0; i < h; ++i) {
-    for (int j = 0; j < k; ++j) addRank(t, i * k + j, -1, fmt::format("host{}", i));
-  }
-  for (int i = 0; i < h; ++i) {
-    for (int a = 0; a < k; ++a) {
-      for (int b = a + 1; b < k; ++b) {
-        addLink(t, i * k + a, i * k + b, kShmGBps, kShmLatencyUs, LinkKind::kShm);
-      }
-    }
-  }
-  if (h > 1) {
-    int net = addSwitch(t, "net");
-    for (int i = 0; i < h; ++i) {
-      double nicGBps = nicGbit[i] / 8.0;
-      if (k == 1) {
-        addLink(t, i, net, nicGBps, kNetHopLatencyUs, LinkKind::kNet);
-        continue;
-      }
-      int nic = addSwitch(t, fmt::format("nic{}", i));
-      for (int j = 0; j < k; ++j)
-        addLink(t, i * k + j, nic, kPcieGBps, kPcieLatencyUs, LinkKind::kPcie);
-      addLink(t, nic, net, nicGBps, kNetHopLatencyUs, LinkKind::kNet);
-    }
-  }
-  // The unit: the greatest common divisor of all capacities in Mbit/s, when they are whole.
-  int64_t unitMbit = 0;
-  bool whole = true;
-  for (const Arc& arc : t.arcs) {
-    double mbit = arc.capacityGBps * 8000.0;
-    if (std::fabs(mbit - std::round(mbit)) > 1e-6) whole = false;
-    unitMbit = std::gcd(unitMbit, static_cast<int64_t>(std::llround(mbit)));
-  }
-  t.unitGBps = whole && unitMbit > 0 ? static_cast<double>(unitMbit) / 8000.0 : kShmGBps;
-  return t;
+  std::vector<int> hostOfRank(static_cast<size_t>(h) * k);
+  for (size_t r = 0; r < hostOfRank.size(); ++r) hostOfRank[r] = static_cast<int>(r) / k;
+  return twoTier(std::string(spec), hostOfRank, nicGbit);
 }
 
 std::vector<int> parseRankList(std::string_view spec, std::string_view list, int n) {

@@ -115,6 +115,13 @@ std::string toJson(const Topology& topology);
 /// is not a preset name is read as a JSON file path. Throws grove::Error(kInvalidArgument) listing
 /// the presets when the spec is not understood.
 Topology fromSpec(std::string_view spec);
+
+/// The cluster preset's shape for any placement of ranks: rank r on host hostOfRank[r]
+/// (0..H-1, H = nicGbit.size()), a shared-memory mesh inside each host, and across hosts a
+/// switch "net" reached through host i's NIC at nicGbit[i] Gbit/s (shared by its ranks; a
+/// host of one rank links to "net" directly). Vertex::host names the host ("host<i>").
+Topology twoTier(std::string name, const std::vector<int>& hostOfRank,
+                 const std::vector<double>& nicGbit);
 /// The preset names with a one-line description each, for help texts.
 std::vector<std::pair<std::string, std::string>> presetList();
 /// The sub-topology of `ranks` (vertex order and numbering follow `ranks`; switch vertices
