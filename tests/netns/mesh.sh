@@ -153,7 +153,7 @@ mesh_shape() {
   ((burst < 2 * mtu)) && burst=$((2 * mtu))
   ((burst < 32768)) && burst=32768
   ip -n "$ns" link set dev "$dev" mtu "$mtu" &&
-    tc -n "$ns" qdisc replace dev "$dev" root tbf rate "${mbit}mbit" burst "$burst" \
+    netns_tc -n "$ns" qdisc replace dev "$dev" root tbf rate "${mbit}mbit" burst "$burst" \
       latency "${MESH_QUEUE_MS:-1000}ms"
 }
 

@@ -108,10 +108,15 @@ void NetworkLoop::run() {
 bool NetworkLoop::driveFromRank() {
   std::unique_lock lock(s_.pumpMutex, std::try_to_lock);
   if (!lock.owns_lock() || s_.stopping) return false;
+  // What the rank just committed goes out before anything else costs a syscall; then the
+  // sockets that became ready, and a second pass when any did.
+  bool progress = step(s_.options.directBytes);  // resets deferred_; pumpAll adds to it
   epoll_event events[64];
   int count = ::epoll_wait(s_.epoll.get(), events, 64, 0);
-  if (count > 0) dispatch(events, count);
-  bool progress = step(s_.options.directBytes);
+  if (count > 0) {
+    dispatch(events, count);
+    progress = pumpAll(s_.options.directBytes) || progress;
+  }
   if (!deferred_) {
     s_.rankDrivesUntilNs.store(steadyNs() + kRankLeaseNs);
   } else if (s_.rankDrivesUntilNs.exchange(0) != 0 || count > 0) {
