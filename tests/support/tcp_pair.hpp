@@ -159,8 +159,11 @@ inline void sendRaw(const net::UniqueFd& socket, const std::string& bytes) {
 /// 7 and others) to `peer` on each of `lanes` and receives as many from it, checking every
 /// byte; "" on success, else what went wrong. Stops early only if `peer` itself is reported
 /// failed (failures of other peers are not this exchange's business).
+///
+/// `drive`: wait as a rank does with the latency path — TcpLinks::progress() between polls,
+/// handOffProgress() before each nap — rather than leaving every byte to the network thread.
 inline std::string exchange(Rank& rank, int self, int peer, const std::vector<int>& lanes,
-                            int messages, size_t slotBytes) {
+                            int messages, size_t slotBytes, bool drive = false) {
   auto sizeOf = [slotBytes](int index) -> size_t {
     const size_t sizes[] = {0, 1, slotBytes - 1, slotBytes, 7};
     return index % 6 < 5 ? sizes[index % 6] : (static_cast<size_t>(index) * 977) % slotBytes;
@@ -206,7 +209,11 @@ inline std::string exchange(Rank& rank, int self, int peer, const std::vector<in
       return "rank " + std::to_string(peer) + " failed: " + rank.links.failure().cause;
     }
     if (Clock::now() > deadline) return "no progress";
-    if (!progress) nap(rank.bell);
+    if (drive && rank.links.progress()) continue;
+    if (!progress) {
+      if (drive) rank.links.handOffProgress();
+      nap(rank.bell);
+    }
   }
 }
 
