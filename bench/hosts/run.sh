@@ -65,9 +65,21 @@ perf_args=(-b "$BEGIN" -e "$END" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -a 3 -c 1
 
 hex() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
 
+# finish_ranks FILE N PID...: waits for the N ranks, keeps rank 0's output as FILE (and every
+# rank's stderr as FILE.R.err when any failed); non-zero when any failed.
+finish_ranks() {
+  local file=$1 n=$2 status=0 pid r
+  shift 2
+  for pid in "$@"; do wait "$pid" || status=1; done
+  mv "$file.0" "$file"
+  for ((r = 1; r < n; r++)); do rm -f "$file.$r"; done
+  ((status == 0)) && rm -f "$file".*.err
+  return $status
+}
+
 # run_grove HOSTS PPN COLL OUTFILE: every rank a process in its host's namespace.
 run_grove() {
-  local hosts=$1 ppn=$2 coll=$3 file=$4 n=$(($1 * $2)) r pids=() status=0
+  local ppn=$2 coll=$3 file=$4 n=$(($1 * $2)) r pids=()
   local job secret
   job=$(hex 8)
   secret=$(hex 16)
@@ -77,11 +89,7 @@ run_grove() {
       "$file.$r" "$file.$r.err" timeout -k 5 1800 "$grove" perf "$coll" -t 1 "${perf_args[@]}"
     pids+=("$NETNS_LAST_PID")
   done
-  for r in "${!pids[@]}"; do wait "${pids[r]}" || status=1; done
-  mv "$file.0" "$file"
-  for ((r = 1; r < n; r++)); do rm -f "$file.$r"; done
-  ((status == 0)) && rm -f "$file".*.err
-  return $status
+  finish_ranks "$file" "$n" "${pids[@]}"
 }
 
 # run_openmpi HOSTS PPN COLL OUTFILE
@@ -104,7 +112,7 @@ run_openmpi() {
 
 # run_gloo HOSTS PPN COLL OUTFILE
 run_gloo() {
-  local hosts=$1 ppn=$2 coll=$3 file=$4 n=$(($1 * $2)) r pids=() status=0 store
+  local ppn=$2 coll=$3 file=$4 n=$(($1 * $2)) r pids=() status=0 store
   store=$(mktemp -d "$stores/gloo.XXXXXX")
   for ((r = 0; r < n; r++)); do
     GROVE_RANK=$r GROVE_WORLD_SIZE=$n GLOO_PREFIX=hosts$$ \
@@ -113,10 +121,7 @@ run_gloo() {
       --store "$store"
     pids+=("$NETNS_LAST_PID")
   done
-  for r in "${!pids[@]}"; do wait "${pids[r]}" || status=1; done
-  mv "$file.0" "$file"
-  for ((r = 1; r < n; r++)); do rm -f "$file.$r"; done
-  ((status == 0)) && rm -f "$file".*.err
+  finish_ranks "$file" "$n" "${pids[@]}" || status=1
   rm -rf "$store"
   return $status
 }
