@@ -62,8 +62,8 @@ std::shared_ptr<const topo::Topology> hostsTopology(const std::vector<std::strin
   const int widest = hosts > 0 ? *std::max_element(ranksOnHost.begin(), ranksOnHost.end()) : 0;
   if (hosts < 2 || widest < 2) return nullptr;
   std::string name = fmt::format("{} hosts ({} ranks)", hosts, hostIds.size());
-  auto topology = std::make_shared<const topo::Topology>(
-      topo::twoTier(name, hostOfRank, std::vector<double>(static_cast<size_t>(hosts), 100.0)));
+  auto topology = std::make_shared<const topo::Topology>(topo::twoTier(
+      name, hostOfRank, std::vector<double>(static_cast<size_t>(hosts), topo::kDefaultNicGbit)));
   log::info(rank, "topology from the ranks' hosts: {}; ranks per host {}", describe(*topology),
             fmt::join(ranksOnHost, ","));
   return topology;

@@ -52,7 +52,6 @@ constexpr double kShmLatencyUs = 0.3;
 constexpr double kPcieGBps = 25.0;
 constexpr double kPcieLatencyUs = 0.5;
 constexpr double kNetHopLatencyUs = 2.5;
-constexpr double kDefaultNicGbit = 100.0;
 // GPU presets: a local copy or reduction in device memory, GB/s of output — about a third
 // of the memory bandwidth (c = a + b moves three bytes per byte of output): HBM2 of a P100
 // 732 GB/s, of a V100 900 GB/s, HBM3 of an H100 3350 GB/s. (CPU topologies leave it 0.)

@@ -116,6 +116,9 @@ std::string toJson(const Topology& topology);
 /// the presets when the spec is not understood.
 Topology fromSpec(std::string_view spec);
 
+/// The NIC speed of the cluster preset and of twoTier topologies whose NICs nobody measured.
+inline constexpr double kDefaultNicGbit = 100.0;
+
 /// The cluster preset's shape for any placement of ranks: rank r on host hostOfRank[r]
 /// (0..H-1, H = nicGbit.size()), a shared-memory mesh inside each host, and across hosts a
 /// switch "net" reached through host i's NIC at nicGbit[i] Gbit/s (shared by its ranks; a

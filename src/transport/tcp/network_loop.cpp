@@ -60,7 +60,7 @@ void NetworkLoop::run() {
     bool progress = false;
     {
       std::lock_guard lock(s_.pumpMutex);
-      progress = step(kAnyFrame);
+      progress = step(kAnyFrame, Clock::now());
       if (s_.stopping && !continueShutdown()) break;
     }
     int timeoutMs = 0;
@@ -110,7 +110,9 @@ bool NetworkLoop::driveFromRank() {
   if (!lock.owns_lock() || s_.stopping) return false;
   // What the rank just committed goes out before anything else costs a syscall; then the
   // sockets that became ready, and a second pass when any did.
-  bool progress = step(s_.options.directBytes);  // resets deferred_; pumpAll adds to it
+  // One clock read per step: the liveness tick and the lease both use it.
+  const Clock::time_point now = Clock::now();
+  bool progress = step(s_.options.directBytes, now);  // resets deferred_; pumpAll adds to it
   epoll_event events[64];
   int count = ::epoll_wait(s_.epoll.get(), events, 64, 0);
   if (count > 0) {
@@ -118,7 +120,7 @@ bool NetworkLoop::driveFromRank() {
     progress = pumpAll(s_.options.directBytes) || progress;
   }
   if (!deferred_) {
-    s_.rankDrivesUntilNs.store(steadyNs() + kRankLeaseNs);
+    s_.rankDrivesUntilNs.store(now.time_since_epoch() / std::chrono::nanoseconds(1) + kRankLeaseNs);
   } else if (s_.rankDrivesUntilNs.exchange(0) != 0 || count > 0) {
     // A bulk frame waits: the network thread's, at once — also when this step took the
     // socket events that would have woken it (edge-triggered: epoll reports each once).
@@ -127,11 +129,11 @@ bool NetworkLoop::driveFromRank() {
   return progress;
 }
 
-bool NetworkLoop::step(size_t maxFrameBytes) {
+bool NetworkLoop::step(size_t maxFrameBytes, Clock::time_point now) {
   deferred_ = false;
   bool progress = absorbChanges();
   progress = pumpAll(maxFrameBytes) || progress;
-  progress = tendLiveness() || progress;
+  progress = tendLiveness(now) || progress;
   return progress;
 }
 
@@ -160,10 +162,7 @@ void NetworkLoop::dispatch(const epoll_event* events, int count) {
   }
 }
 
-/// Every kLivenessTick: queues heartbeats on idle connections and records when each peer
-/// was last heard from; true when a heartbeat was queued.
-bool NetworkLoop::tendLiveness() {
-  Clock::time_point now = Clock::now();
+bool NetworkLoop::tendLiveness(Clock::time_point now) {
   if (now - lastLivenessTick_ < kLivenessTick) return false;
   lastLivenessTick_ = now;
   bool queued = false;

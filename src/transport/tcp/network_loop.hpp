@@ -48,14 +48,16 @@ class NetworkLoop {
  private:
   using Clock = std::chrono::steady_clock;
 
-  /// Absorbs changes, pumps every connection (frames up to `maxFrameBytes`), tends liveness;
-  /// under pumpMutex. True when anything moved.
-  bool step(size_t maxFrameBytes);
+  /// Absorbs changes, pumps every connection (frames up to `maxFrameBytes`), tends liveness
+  /// as of `now`; under pumpMutex. True when anything moved.
+  bool step(size_t maxFrameBytes, Clock::time_point now);
   /// Marks the connections epoll reported ready (events name connections by serial number,
   /// so an event of a connection retired meanwhile is ignored); under pumpMutex.
   void dispatch(const epoll_event* events, int count);
   void watch(int epollFd, int fd, uint32_t events, uint64_t serial);
-  bool tendLiveness();
+  /// Every kLivenessTick: queues heartbeats on idle connections and records when each peer
+  /// was last heard from; true when a heartbeat was queued.
+  bool tendLiveness(Clock::time_point now);
   std::string abortPayload();
   bool absorbChanges();
   void adopt(Handoff handoff);
