@@ -52,7 +52,7 @@ if ! netns_check; then
   exit "$NETNS_SKIP"
 fi
 [[ -x $grove ]] || { echo "bench/hosts: grove binary '$grove' not found (run make)" >&2; exit 1; }
-# The peer drivers, always rebuilt (a minute): a stale driver would measure old code.
+# The peer drivers, rebuilt when their sources changed: a stale driver would measure old code.
 "$root/bench/peers/build.sh" >&2 || { echo "bench/hosts: bench/peers/build.sh failed" >&2; exit 1; }
 mkdir -p "$out/raw"
 netns_reap_stale

@@ -6,7 +6,8 @@
 # Why not CMake: each MPI's compiler wrapper brings its own include paths, libraries and
 # flags, and Open MPI and MPICH both name their header mpi.h; one wrapper per binary is the
 # way their users build. The drivers are header-only apart from their one source, so a plain
-# compiler call each is enough. -O2 without -march=native, like the grove library.
+# compiler call each is enough. -O2 without -march=native, like the grove library. A driver is
+# rebuilt when its source or a shared header is newer than it (make's rule), else kept.
 #
 # Usage: bench/peers/build.sh [OUT_DIR]   (packages: scripts/install-deps.sh)
 set -euo pipefail
@@ -30,19 +31,53 @@ need mpicxx.openmpi "openmpi-bin libopenmpi-dev"
 need mpicxx.mpich "mpich libmpich-dev"
 need g++ "build-essential"
 
-echo "build.sh: mpi_perf_openmpi"
-mpicxx.openmpi "${flags[@]}" "${mpiflags[@]}" "$here/mpi_perf.cpp" -o "$out/mpi_perf_openmpi" &
-pids=($!)
-echo "build.sh: mpi_perf_mpich"
-mpicxx.mpich "${flags[@]}" "${mpiflags[@]}" "$here/mpi_perf.cpp" -o "$out/mpi_perf_mpich" &
-pids+=($!)
-wait "${pids[@]}"
+# stale BINARY SOURCE: true when BINARY is missing or older than its source, the headers the
+# drivers share or this script (its flags), so a changed driver is always rebuilt and an unchanged one never is.
+stale() {
+  [[ -x $1 ]] || return 0
+  local src
+  for src in "$2" "$here"/*.hpp "${BASH_SOURCE[0]}"; do
+    [[ $src -nt $1 ]] && return 0
+  done
+  return 1
+}
+
+# build BINARY COMPILER ARGS...: compiles into a temporary file and renames it over BINARY, so
+# a benchmark running the old driver meanwhile (bench/compare and bench/hosts may run
+# together) never sees a half-written one: a rename replaces the file at once.
+build() {
+  local bin=$1 compiler=$2
+  shift 2
+  local tmp
+  tmp=$(mktemp "$bin.XXXXXX")
+  if ! "$compiler" "$@" -o "$tmp"; then
+    rm -f "$tmp"
+    return 1
+  fi
+  chmod 755 "$tmp"
+  mv -f "$tmp" "$bin"
+}
+
+pids=()
+for mpi in openmpi mpich; do
+  bin=$out/mpi_perf_$mpi
+  if stale "$bin" "$here/mpi_perf.cpp"; then
+    echo "build.sh: mpi_perf_$mpi"
+    build "$bin" "mpicxx.$mpi" "${flags[@]}" "${mpiflags[@]}" "$here/mpi_perf.cpp" &
+    pids+=($!)
+  fi
+done
+for pid in "${pids[@]}"; do
+  wait "$pid" || { echo "build.sh: an MPI driver failed to build" >&2; exit 1; }
+done
 if [[ ! -e /usr/include/gloo/allreduce.h ]]; then
   echo "build.sh: Gloo headers not found (install libgloo-dev)" >&2
   exit 1
 fi
-echo "build.sh: gloo_perf"
 # Debian's libgloo is built with ibverbs and Redis (hiredis) support; the shared library
 # carries those dependencies itself, so only -lgloo is needed here.
-g++ "${flags[@]}" "$here/gloo_perf.cpp" -o "$out/gloo_perf" -lgloo -pthread
-echo "build.sh: built $out/{mpi_perf_openmpi,mpi_perf_mpich,gloo_perf}"
+if stale "$out/gloo_perf" "$here/gloo_perf.cpp"; then
+  echo "build.sh: gloo_perf"
+  build "$out/gloo_perf" g++ "${flags[@]}" "$here/gloo_perf.cpp" -lgloo -pthread
+fi
+echo "build.sh: up to date: $out/{mpi_perf_openmpi,mpi_perf_mpich,gloo_perf}"
