@@ -49,9 +49,9 @@ TEST_P(TcpProgressThreads, RanksDrivingTheirLinksExchangeExactMessages) {
 INSTANTIATE_TEST_SUITE_P(Shares, TcpProgressThreads,
                          testing::Combine(testing::Values(size_t{0}, size_t{7}, size_t{1} << 26),
                                           testing::Values(1, 3)),
-                         [](const auto& info) {
-                           return "direct" + std::to_string(std::get<0>(info.param)) + "_sockets" +
-                                  std::to_string(std::get<1>(info.param));
+                         [](const auto& param) {
+                           return "direct" + std::to_string(std::get<0>(param.param)) +
+                                  "_sockets" + std::to_string(std::get<1>(param.param));
                          });
 
 }  // namespace
