@@ -22,7 +22,9 @@
 #            allgather, reducescatter and broadcast, 8 B .. 256 MiB (hours on 2 cores)
 # Environment (each overrides the choice above): HOSTS ("2 4"), PPN ("1 2"), LINKS ("unshaped
 # 1gbit 10gbit mixed"), COLLECTIVES, BEGIN (8), END (64M), FACTOR (8), ROUNDS (3), ITERS (20),
-# WARMUP (5), LIBS ("grove openmpi gloo"), GROVE (build/bin/grove), OUT (build/hosts/DATE).
+# WARMUP (5), LIBS ("grove openmpi gloo"; "ring" adds grove forced to a ring), GROVE
+# (build/bin/grove), OUT (build/hosts/DATE). grove's ranks get GROVE_NIC_SPEED of their
+# host's shaped rate (nic_speed), so its topology knows the slow host of the mixed case.
 # Output: OUT/raw/* (every run), OUT/streams.txt, OUT/summary.txt and the plots (summary.py).
 # The run_LIBRARY functions are called as "run_$lib".
 # shellcheck disable=SC2317
@@ -77,6 +79,18 @@ finish_ranks() {
   return $status
 }
 
+# nic_speed HOST: the Mbit/s host HOST's link is shaped to in the current case ($link), as
+# its GROVE_NIC_SPEED: what an operator sets on a cluster whose NICs differ
+# (docs/topology.md); 0 (the default rate) when unshaped.
+nic_speed() {
+  case $link in
+    1gbit) echo 1000 ;;
+    10gbit) echo 10000 ;;
+    mixed) (($1 == 0)) && echo 1000 || echo 10000 ;;
+    *) echo 0 ;;
+  esac
+}
+
 # run_grove HOSTS PPN COLL OUTFILE: every rank a process in its host's namespace.
 run_grove() {
   local ppn=$2 coll=$3 file=$4 n=$(($1 * $2)) r pids=()
@@ -84,12 +98,23 @@ run_grove() {
   job=$(hex 8)
   secret=$(hex 16)
   for ((r = 0; r < n; r++)); do
-    GROVE_RANK=$r GROVE_WORLD_SIZE=$n GROVE_ROOT=$(netns_addr 0):29500 \
+    GROVE_NIC_SPEED=$(nic_speed $((r / ppn))) \
+      GROVE_RANK=$r GROVE_WORLD_SIZE=$n GROVE_ROOT=$(netns_addr 0):29500 \
       GROVE_SECRET=$secret GROVE_JOB_ID=$job netns_spawn "$prefix" $((r / ppn)) \
       "$file.$r" "$file.$r.err" timeout -k 5 1800 "$grove" perf "$coll" -t 1 "${perf_args[@]}"
     pids+=("$NETNS_LAST_PID")
   done
   finish_ranks "$file" "$n" "${pids[@]}"
+}
+
+# run_ring HOSTS PPN COLL OUTFILE: grove forced to a ring (-A ring), the reference grove's own
+# choice is compared with on the mixed links.
+run_ring() {
+  local saved=("${perf_args[@]}") status=0
+  perf_args+=(-A ring)
+  run_grove "$@" || status=1
+  perf_args=("${saved[@]}")
+  return $status
 }
 
 # run_openmpi HOSTS PPN COLL OUTFILE

@@ -24,6 +24,9 @@ _loader.exec_module(compare)
 
 NAME = re.compile(r"^(\d+)x(\d+)_([a-z0-9]+)_([a-z]+)_([a-z]+)_r(\d+)\.txt$")
 PEERS = ("openmpi", "gloo")
+# grove itself forced to a ring (LIBS=ring): what grove's own choice is measured against on
+# the mixed-speed links; a ratio column of its own, left out of xbest.
+REFERENCES = ("ring",)
 
 
 def load(out):
@@ -61,15 +64,16 @@ def table(key, by_lib, stream_gbits):
     hosts, ppn, link, coll = key
     ranks = hosts * ppn
     factor = compare.bus_factor(coll, ranks)
-    libs = [lib for lib in ("grove",) + PEERS if lib in by_lib]
+    libs = [lib for lib in ("grove",) + PEERS + REFERENCES if lib in by_lib]
     peers = [lib for lib in PEERS if lib in by_lib]
+    compared = peers + [lib for lib in REFERENCES if lib in by_lib]
     rounds = max(len(v) for runs in by_lib.values() for v in runs.values())
     stream = stream_gbits / 8 if stream_gbits else None
     lines = [f"## {hosts} hosts x {ppn} process(es), link {link}, {coll} float32, out of place, "
              f"median of {rounds} round(s); single stream "
              + (f"{stream:.3f} GB/s" if stream else "not measured")]
     head = f"{'size':>7} |" + "".join(f" {lib:>8} us {'GB/s':>7} |" for lib in libs)
-    head += "".join(f" {'x' + lib[:5]:>7}" for lib in peers) + f" {'xbest':>7} {'/stream':>8}"
+    head += "".join(f" {'x' + lib[:5]:>7}" for lib in compared) + f" {'xbest':>7} {'/stream':>8}"
     lines += [head, "-" * len(head)]
     series = {lib: [] for lib in libs}
     sizes = sorted({s for runs in by_lib.values() for s in runs})
@@ -85,14 +89,14 @@ def table(key, by_lib, stream_gbits):
             else:
                 line += f" {'-':>11} {'-':>7} |"
         ratios = []
-        for lib in peers:
+        for lib in compared:
             r = None
             if "grove" in med and lib in med:
                 r = compare.ratio(size, dict(time_us=med["grove"], busbw=busbw["grove"]),
                                   dict(time_us=med[lib], busbw=busbw[lib]))
             ratios.append(r)
             line += f" {r:>7.2f}" if r else f" {'-':>7}"
-        known = [r for r in ratios if r]
+        known = [r for lib, r in zip(compared, ratios) if r and lib in peers]
         line += f" {min(known):>7.2f}" if known else f" {'-':>7}"
         share = busbw.get("grove", 0) / stream if stream and "grove" in busbw else None
         line += f" {share:>8.2f}" if share is not None and size >= compare.SMALL else f" {'':>8}"

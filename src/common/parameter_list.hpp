@@ -50,6 +50,9 @@
   P(TcpDirectBytes, "GROVE_TCP_DIRECT_BYTES", ParamKind::kInteger, ParamScope::kCommunicator,  \
     "67108864", "bytes", 0, 67108864, 1, "", false,                                              \
     "largest TCP frame a waiting rank sends or reads on its own thread (0: the network thread)") \
+  P(NicSpeed, "GROVE_NIC_SPEED", ParamKind::kInteger, ParamScope::kCommunicator, "0", "Mbit/s", \
+    0, 100000000, 1, "", false,                                                                  \
+    "this host's NIC rate for the topology grove builds from the ranks' hosts (0: 100 Gbit/s)")  \
   P(HostId, "GROVE_HOST_ID", ParamKind::kString, ParamScope::kCommunicator, "", "", 0, 0, 1, "", \
     false, "overrides which processes count as one host")                                        \
   P(Nsocks, "GROVE_NSOCKS", ParamKind::kString, ParamScope::kCommunicator, "", "", 0, 0, 1, "",  \

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "common/log.hpp"
@@ -48,24 +49,42 @@ std::shared_ptr<const topo::Topology> loadTopology(const std::string& spec, int 
 }
 
 std::shared_ptr<const topo::Topology> hostsTopology(const std::vector<std::string>& hostIds,
-                                                    int rank) {
+                                                    int rank, const std::vector<int64_t>& nicMbps) {
   std::map<std::string, int> hostIndex;
   std::vector<int> hostOfRank;
   std::vector<int> ranksOnHost;
-  for (const std::string& id : hostIds) {
-    auto [it, added] = hostIndex.emplace(id, static_cast<int>(hostIndex.size()));
-    if (added) ranksOnHost.push_back(0);
+  std::vector<int64_t> hostMbps;  // 0: no rank of the host gave its NIC's rate
+  for (size_t r = 0; r < hostIds.size(); ++r) {
+    auto [it, added] = hostIndex.emplace(hostIds[r], static_cast<int>(hostIndex.size()));
+    if (added) {
+      ranksOnHost.push_back(0);
+      hostMbps.push_back(0);
+    }
+    const auto host = static_cast<size_t>(it->second);
     hostOfRank.push_back(it->second);
-    ++ranksOnHost[static_cast<size_t>(it->second)];
+    ++ranksOnHost[host];
+    const int64_t given = r < nicMbps.size() ? nicMbps[r] : 0;
+    if (given > 0 && (hostMbps[host] == 0 || given < hostMbps[host])) {
+      if (hostMbps[host] != 0) {
+        log::warn(rank, "ranks of host {} give different GROVE_NIC_SPEED values; using {} Mbit/s",
+                  host, given);
+      }
+      hostMbps[host] = given;
+    }
   }
   const int hosts = static_cast<int>(ranksOnHost.size());
   const int widest = hosts > 0 ? *std::max_element(ranksOnHost.begin(), ranksOnHost.end()) : 0;
-  if (hosts < 2 || widest < 2) return nullptr;
+  std::vector<double> nicGbit;
+  for (int64_t mbps : hostMbps) {
+    nicGbit.push_back(mbps > 0 ? static_cast<double>(mbps) / 1000.0 : topo::kDefaultNicGbit);
+  }
+  const bool alike = std::adjacent_find(nicGbit.begin(), nicGbit.end(), std::not_equal_to<>()) ==
+                     nicGbit.end();
+  if (hosts < 2 || (widest < 2 && alike)) return nullptr;
   std::string name = fmt::format("{} hosts ({} ranks)", hosts, hostIds.size());
-  auto topology = std::make_shared<const topo::Topology>(topo::twoTier(
-      name, hostOfRank, std::vector<double>(static_cast<size_t>(hosts), topo::kDefaultNicGbit)));
-  log::info(rank, "topology from the ranks' hosts: {}; ranks per host {}", describe(*topology),
-            fmt::join(ranksOnHost, ","));
+  auto topology = std::make_shared<const topo::Topology>(topo::twoTier(name, hostOfRank, nicGbit));
+  log::info(rank, "topology from the ranks' hosts: {}; ranks per host {}; NICs {} Gbit/s",
+            describe(*topology), fmt::join(ranksOnHost, ","), fmt::join(nicGbit, ","));
   return topology;
 }
 

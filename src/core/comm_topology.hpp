@@ -27,12 +27,15 @@ std::shared_ptr<const topo::Topology> loadTopology(const std::string& spec, int 
 
 /// Without GROVE_TOPO_FILE: the two-tier topology (topo::twoTier) of ranks placed on hosts
 /// as `hostIds` (one identity per rank, equal on ranks that share a host) says, so that
-/// plans know which ranks share memory and which share a NIC; NICs are taken at the
-/// cluster preset's default speed (100 Gbit/s) since nothing here measures them. nullptr
-/// when the ranks are on one host or each on a host of its own (no second tier). The same
-/// on every rank (hosts are numbered in order of their lowest rank). Logged at INFO.
+/// plans know which ranks share memory and which share a NIC. `nicMbps` (empty, or one per
+/// rank: its GROVE_NIC_SPEED, 0 = not given) sets each host's NIC rate: the lowest its ranks
+/// gave, else the cluster preset's default (topo::kDefaultNicGbit). nullptr when the ranks
+/// are on one host, or each on a host of its own with NICs all alike (no second tier to
+/// plan for). The same on every rank (hosts are numbered in order of their lowest rank).
+/// Logged at INFO.
 std::shared_ptr<const topo::Topology> hostsTopology(const std::vector<std::string>& hostIds,
-                                                    int rank);
+                                                    int rank,
+                                                    const std::vector<int64_t>& nicMbps = {});
 
 /// For each rank q (one entry per rank of `topology`): the address of q on the
 /// direct arc rank -> q when that arc names one, else "". All empty when no arc

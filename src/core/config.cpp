@@ -36,6 +36,7 @@ Config Config::resolve(const common::ParamOverrides& overrides, const common::Ge
   config.socketInterfaces = values.text(Param::kSocketIfname);
   config.tcpDirectBytes = static_cast<size_t>(values.integer(Param::kTcpDirectBytes));
   config.hostId = values.text(Param::kHostId);
+  config.nicSpeedMbps = values.integer(Param::kNicSpeed);
   config.jobId = values.text(Param::kJobId);
   config.nsocksGiven = values[Param::kNsocks].isSet();
   config.faultCorruptFrame = static_cast<uint64_t>(values.integer(Param::kFaultCorruptFrame));

@@ -91,6 +91,8 @@ struct Config {
   size_t tcpDirectBytes = 67108864;
   /// GROVE_HOST_ID: overrides which processes count as one host; empty = detected.
   std::string hostId;
+  /// GROVE_NIC_SPEED: this host's NIC rate in Mbit/s (0: unknown, topo::kDefaultNicGbit).
+  int64_t nicSpeedMbps = 0;
   /// GROVE_JOB_ID: the launcher's job id (names shared-memory segments); empty = none.
   std::string jobId;
   /// GROVE_NSOCKS was set: it is ignored, and the bootstrap says so.

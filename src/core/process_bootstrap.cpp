@@ -26,19 +26,24 @@ namespace {
 
 std::string randomHex(size_t bytes) { return bootstrap::toHex(bootstrap::randomBytes(bytes)); }
 
-// The value each rank publishes about itself: "<world size>|<host identity>".
+// The value each rank publishes about itself: "<world size>|<NIC Mbit/s>|<host identity>"
+// (the identity last: GROVE_HOST_ID may hold any character).
 struct Announcement {
   int worldSize = 0;
+  int64_t nicMbps = 0;
   std::string host;
 };
 
 Announcement parseAnnouncement(const std::string& text, int rank) {
-  size_t bar = text.find('|');
-  if (bar == std::string::npos) {
+  size_t first = text.find('|');
+  size_t second = first == std::string::npos ? first : text.find('|', first + 1);
+  if (second == std::string::npos) {
     throw Error(ErrorCode::kInvalidUsage,
                 fmt::format("grove init: rank {} published a malformed announcement", rank));
   }
-  return Announcement{std::atoi(text.substr(0, bar).c_str()), text.substr(bar + 1)};
+  return Announcement{std::atoi(text.substr(0, first).c_str()),
+                      std::atoll(text.substr(first + 1, second - first - 1).c_str()),
+                      text.substr(second + 1)};
 }
 
 // Every communicator this process creates through one store as one rank gets the next
@@ -115,7 +120,7 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
                             rank, size, info.source));
   }
   store->set(fmt::format("{}rank/{}", prefix, rank),
-             fmt::format("{}|{}", size, hostIdentity(config.hostId)));
+             fmt::format("{}|{}|{}", size, config.nicSpeedMbps, hostIdentity(config.hostId)));
   log::info(rank, "init: rank {} of {} claimed at the store {}, waiting for the others", rank, size,
             where);
   if (rank == 0) {
@@ -148,6 +153,7 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
   std::shared_ptr<const topo::Topology> topology = loadTopology(config.topoFile, rank, size);
   if (topology) setup.tcp.linkAddresses = linkAddresses(*topology, rank);
   setup.jobId = rendezvous.await("job", "rank 0");
+  std::vector<int64_t> nicMbps;
   for (int q = 0; q < size; ++q) {
     Announcement a = parseAnnouncement(
         rendezvous.await(fmt::format("rank/{}", q), fmt::format("rank {}", q)), q);
@@ -158,9 +164,11 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
                               size, rank, a.worldSize, q));
     }
     setup.hostIds.push_back(a.host);
+    nicMbps.push_back(a.nicMbps);
   }
-  // Without a topology file, the hosts the ranks turned out to be on (shm inside, TCP across).
-  if (!topology) topology = hostsTopology(setup.hostIds, rank);
+  // Without a topology file, the hosts the ranks turned out to be on (shm inside, TCP across)
+  // and the NIC rates they gave.
+  if (!topology) topology = hostsTopology(setup.hostIds, rank, nicMbps);
   warnWithoutSecret(info, setup.hostIds);
   log::info(rank, "init: rank {} of {} from {} (store {}), job {}", rank, size, info.source, where,
             setup.jobId);

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "algo/all.hpp"
+#include "algo/registry.hpp"
+#include "algo/select_topology.hpp"
 #include "core/comm_topology.hpp"
 #include "grove/error.hpp"
 #include "topo/topology.hpp"
@@ -98,6 +101,67 @@ TEST(HostsTopology, BuiltOnlyWhenRanksShareSomeHostsAndNotAll) {
     EXPECT_EQ(other->arcs[a].from, t->arcs[a].from);
     EXPECT_EQ(other->arcs[a].to, t->arcs[a].to);
   }
+}
+
+TEST(HostsTopology, NicSpeedsGivePerHostRates) {
+  using detail::hostsTopology;
+  // Two ranks on each of two hosts; host "b" gives 25000 Mbit/s on one rank only, host "a"
+  // nothing (the default rate).
+  auto t = hostsTopology({"a", "a", "b", "b"}, 0, {0, 0, 0, 25000});
+  ASSERT_NE(t, nullptr);
+  const int net = t->rankCount();
+  EXPECT_EQ(t->vertices[static_cast<size_t>(net)].name, "net");
+  auto nicArc = [&](const std::string& nic) {
+    for (const Arc& arc : t->arcs) {
+      if (t->vertices[static_cast<size_t>(arc.from)].name == nic && arc.to == net) {
+        return arc.capacityGBps;
+      }
+    }
+    return -1.0;
+  };
+  EXPECT_EQ(nicArc("nic0"), kDefaultNicGbit / 8);
+  EXPECT_EQ(nicArc("nic1"), 25000 / 1000.0 / 8);
+  // Ranks of one host that disagree: the lower rate counts.
+  auto lower = hostsTopology({"a", "a", "b", "b"}, 0, {40000, 10000, 0, 0});
+  ASSERT_NE(lower, nullptr);
+  EXPECT_EQ(lower->arcs[static_cast<size_t>(lower->route(0, 2)[1])].capacityGBps, 10.0 / 8);
+}
+
+TEST(HostsTopology, OneRankPerHostGetsATopologyOnlyWhenTheNicsDiffer) {
+  using detail::hostsTopology;
+  EXPECT_EQ(hostsTopology({"a", "b", "c"}, 0, {10000, 10000, 10000}), nullptr);
+  EXPECT_EQ(hostsTopology({"a", "b", "c"}, 0, {0, 0, 0}), nullptr);
+  auto t = hostsTopology({"a", "b", "c", "d"}, 2, {1000, 10000, 10000, 10000});
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->name, "4 hosts (4 ranks)");
+  ASSERT_EQ(t->rankCount(), 4);
+  // A host of one rank links to the switch directly, at its NIC's rate.
+  const int net = 4;
+  EXPECT_EQ(t->arcs[static_cast<size_t>(t->arcBetween(0, net))].capacityGBps, 0.125);
+  EXPECT_EQ(t->arcs[static_cast<size_t>(t->arcBetween(net, 0))].capacityGBps, 0.125);
+  EXPECT_EQ(t->arcs[static_cast<size_t>(t->arcBetween(1, net))].capacityGBps, 1.25);
+}
+
+TEST(HostsTopology, ASlowHostIsRoutedAroundRatherThanRunThroughARing) {
+  // Host 0 at 1 Gbit/s, three at 10 Gbit/s, one rank each: a ring pushes 2(n-1)/n of the
+  // data through the slow NIC each way, a tree with host 0 as a leaf only its own share in
+  // and the result out. The cost model must pick the tree and predict it 1.3x faster.
+  auto t = detail::hostsTopology({"a", "b", "c", "d"}, 0, {1000, 10000, 10000, 10000});
+  ASSERT_NE(t, nullptr);
+  plan::PlanRequest request;
+  request.collective = plan::Collective::kAllReduce;
+  request.nranks = 4;
+  request.rank = 0;
+  request.count = size_t{4} << 20;  // 16 MiB of float32
+  request.type = DataType::kFloat32;
+  request.topology = t.get();
+  const algo::Selection chosen = algo::select(request, "", "");
+  ASSERT_NE(chosen.algorithm, nullptr);
+  EXPECT_NE(chosen.algorithm->name, "ring") << chosen.reason;
+  const model::SimOptions options = algo::selectionSimOptions(algo::CostParams{});
+  const double ringUs = algo::predictedUs(algo::ringAllReduce(), request, options);
+  const double chosenUs = algo::predictedUs(*chosen.algorithm, request, options);
+  EXPECT_GE(ringUs / chosenUs, 1.3) << chosen.reason;
 }
 
 }  // namespace
