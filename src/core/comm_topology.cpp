@@ -78,8 +78,8 @@ std::shared_ptr<const topo::Topology> hostsTopology(const std::vector<std::strin
   for (int64_t mbps : hostMbps) {
     nicGbit.push_back(mbps > 0 ? static_cast<double>(mbps) / 1000.0 : topo::kDefaultNicGbit);
   }
-  const bool alike = std::adjacent_find(nicGbit.begin(), nicGbit.end(), std::not_equal_to<>()) ==
-                     nicGbit.end();
+  const bool alike =
+      std::adjacent_find(nicGbit.begin(), nicGbit.end(), std::not_equal_to<>()) == nicGbit.end();
   if (hosts < 2 || (widest < 2 && alike)) return nullptr;
   std::string name = fmt::format("{} hosts ({} ranks)", hosts, hostIds.size());
   auto topology = std::make_shared<const topo::Topology>(topo::twoTier(name, hostOfRank, nicGbit));

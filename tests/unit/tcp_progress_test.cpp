@@ -50,8 +50,8 @@ INSTANTIATE_TEST_SUITE_P(Shares, TcpProgressThreads,
                          testing::Combine(testing::Values(size_t{0}, size_t{7}, size_t{1} << 26),
                                           testing::Values(1, 3)),
                          [](const auto& param) {
-                           return "direct" + std::to_string(std::get<0>(param.param)) +
-                                  "_sockets" + std::to_string(std::get<1>(param.param));
+                           return "direct" + std::to_string(std::get<0>(param.param)) + "_sockets" +
+                                  std::to_string(std::get<1>(param.param));
                          });
 
 }  // namespace
