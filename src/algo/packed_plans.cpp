@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <string>
 
@@ -174,6 +175,12 @@ uint32_t chunksForTrees(const std::vector<Tree>& trees) {
     }
   }
   return std::max(kDefaultChunks, m);
+}
+
+uint32_t chunksForBytes(uint32_t exact, double bytes) {
+  const double fits = std::floor(bytes / static_cast<double>(kMinChunkBytes));
+  if (fits >= exact) return exact;
+  return fits < 1 ? 1 : static_cast<uint32_t>(fits);
 }
 
 std::vector<uint32_t> shareChunks(const std::vector<Tree>& trees, uint32_t k) {

@@ -174,13 +174,16 @@ plan::Plan buildPlan(const plan::PlanRequest& request, std::string_view algorith
   const Kind kind = kindOf(request, algorithm);
   const bool rooted = kind == Kind::kArborescences;
   auto entry = packingFor(kind, *request.topology, rooted ? request.root : 0);
+  const double blockBytes = build::blockBytes(request);
   if (kind != Kind::kRsAg) {
-    return buildTreePlan(request, algorithm, entry->k, runsOf(entry->packings.front(), entry->k));
+    const uint32_t k = chunksForBytes(entry->k, blockBytes);
+    return buildTreePlan(request, algorithm, k, runsOf(entry->packings.front(), k));
   }
   // RS+AG: root r's trees carry shard r. Allreduce: shard r is parts [r·m, (r+1)·m) of the
   // one block; allgather and reducescatter: shard r is block r, of m parts.
-  const uint32_t m = entry->k;
   const bool allReduce = request.collective == Collective::kAllReduce;
+  const uint32_t m =
+      chunksForBytes(entry->k, allReduce ? blockBytes / request.nranks : blockBytes);
   std::vector<TreeRun> runs;
   for (size_t r = 0; r < entry->packings.size(); ++r) {
     for (TreeRun run : runsOf(entry->packings[r], m)) {

@@ -177,13 +177,45 @@ TEST(PackedShares, Dgx1vPackingsSplitDataByRate) {
           << "root " << root << " tree " << i;
     }
     EXPECT_EQ(next, k);
-    // The broadcast plan uses exactly these chunks, one channel per tree.
+    // The broadcast plan uses exactly these chunks, one channel per tree, once the data fills
+    // k chunks of kMinChunkBytes (4 MiB of float32 here).
     plan::PlanRequest request = requestFor(Collective::kBroadcast, &t, 8, root);
+    request.count = size_t{1} << 20;
     request.rank = root;
     const plan::Plan p = findAlgorithm(Collective::kBroadcast, "trees")->build(request);
     EXPECT_EQ(p.chunksPerBlock, k);
     EXPECT_EQ(p.channels.size(), packing.trees.size());
   }
+}
+
+TEST(PackedShares, SmallDataTakesFewerChunks) {
+  EXPECT_EQ(chunksForBytes(60, 0), 1u);
+  EXPECT_EQ(chunksForBytes(60, kMinChunkBytes - 1), 1u);
+  EXPECT_EQ(chunksForBytes(60, 3 * kMinChunkBytes + 5), 3u);
+  EXPECT_EQ(chunksForBytes(60, 60.0 * kMinChunkBytes), 60u);
+  EXPECT_EQ(chunksForBytes(60, 1e12), 60u);
+  EXPECT_EQ(chunksForBytes(1, 1e12), 1u);
+  // A 4 KiB RS+AG allreduce on 2 hosts x 2: one chunk per root's shard (4 parts in all, not
+  // 60 per shard), 4 MiB the packing's exact chunks; both proven on every rank.
+  const topo::Topology t = topo::fromSpec("cluster:2x2:1");
+  const Algorithm* rsag = findAlgorithm(Collective::kAllReduce, "rsag_trees");
+  ASSERT_NE(rsag, nullptr);
+  plan::PlanRequest small = requestFor(Collective::kAllReduce, &t, 4);
+  small.count = 1024;
+  const std::vector<plan::Plan> few = buildAll(*rsag, small);
+  EXPECT_EQ(few[0].chunksPerBlock, 4u);
+  EXPECT_EQ(verifyAll(few), "");
+  plan::PlanRequest large = small;
+  large.count = size_t{1} << 20;
+  const std::vector<plan::Plan> many = buildAll(*rsag, large);
+  EXPECT_GT(many[0].chunksPerBlock, 4u);
+  EXPECT_EQ(many[0].chunksPerBlock % 4, 0u);
+  EXPECT_EQ(verifyAll(many), "");
+  size_t fewSteps = 0;
+  size_t manySteps = 0;
+  for (const plan::Channel& c : few[0].channels) fewSteps += c.steps.size();
+  for (const plan::Channel& c : many[0].channels) manySteps += c.steps.size();
+  EXPECT_LT(fewSteps * 10, manySteps);
 }
 
 // ---- Hand-built trees -------------------------------------------------------------------------
