@@ -183,6 +183,8 @@ uint32_t chunksForBytes(uint32_t exact, double bytes) {
   return fits < 1 ? 1 : static_cast<uint32_t>(fits);
 }
 
+uint32_t chunkClass(double bytes) { return chunksForBytes(kMaxPackingChunks, bytes); }
+
 std::vector<uint32_t> shareChunks(const std::vector<Tree>& trees, uint32_t k) {
   const size_t m = trees.size();
   std::vector<uint32_t> counts(m, 0);

@@ -58,6 +58,15 @@ inline constexpr size_t kMinChunkBytes = 16 << 10;
 /// trees leave the slowest trees empty, which at such sizes costs nothing: latency decides.
 uint32_t chunksForBytes(uint32_t exact, double bytes);
 
+/// The most chunks a packing may ask for (`exact` of chunksForBytes), and so the class of
+/// sizes from which every size gets the packing's own chunks.
+inline constexpr uint32_t kMaxPackingChunks = 4096;
+
+/// A name for the chunk count chunksForBytes(exact, bytes) gives for every exact <=
+/// kMaxPackingChunks: how many kMinChunkBytes `bytes` holds, 1..kMaxPackingChunks. Equal
+/// classes mean equal chunk counts (Algorithm::planVariant).
+uint32_t chunkClass(double bytes);
+
 /// Chunk counts of `k` in proportion to the trees' rates (largest remainder, ties to the
 /// lower index; every tree at least one chunk when k >= trees). Sum is k.
 std::vector<uint32_t> shareChunks(const std::vector<Tree>& trees, uint32_t k);

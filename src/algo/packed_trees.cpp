@@ -111,7 +111,8 @@ std::shared_ptr<const Entry> compute(Kind kind, const topo::Topology& topology, 
     if (k > kMaxExactChunks) break;
   }
   entry->k = k <= kMaxExactChunks ? static_cast<uint32_t>(k)
-                                  : std::max(kDefaultChunks, static_cast<uint32_t>(most));
+                                  : std::min(kMaxPackingChunks,
+                                             std::max(kDefaultChunks, static_cast<uint32_t>(most)));
   entry->rateUnits = entry->packings.front().total.units;
   for (const Packing& packing : entry->packings) {
     for (const Tree& tree : packing.trees) {
@@ -146,6 +147,14 @@ Kind kindOf(const plan::PlanRequest& request, std::string_view algorithm) {
   return request.collective == Collective::kAllReduce ? Kind::kSpanning : Kind::kArborescences;
 }
 
+/// The bytes one tree run's chunks divide: the block, or for an RS+AG allreduce the shard of
+/// one root (1/n of the block).
+double chunkedBytes(const plan::PlanRequest& request, Kind kind) {
+  const double block = build::blockBytes(request);
+  const bool shard = kind == Kind::kRsAg && request.collective == Collective::kAllReduce;
+  return shard ? block / request.nranks : block;
+}
+
 Status applies(const plan::PlanRequest& request, std::string_view algorithm) {
   if (Status topology = topologyMatches(request); !topology.ok()) return topology;
   const bool rooted =
@@ -174,16 +183,14 @@ plan::Plan buildPlan(const plan::PlanRequest& request, std::string_view algorith
   const Kind kind = kindOf(request, algorithm);
   const bool rooted = kind == Kind::kArborescences;
   auto entry = packingFor(kind, *request.topology, rooted ? request.root : 0);
-  const double blockBytes = build::blockBytes(request);
   if (kind != Kind::kRsAg) {
-    const uint32_t k = chunksForBytes(entry->k, blockBytes);
+    const uint32_t k = chunksForBytes(entry->k, chunkedBytes(request, kind));
     return buildTreePlan(request, algorithm, k, runsOf(entry->packings.front(), k));
   }
   // RS+AG: root r's trees carry shard r. Allreduce: shard r is parts [r·m, (r+1)·m) of the
   // one block; allgather and reducescatter: shard r is block r, of m parts.
   const bool allReduce = request.collective == Collective::kAllReduce;
-  const uint32_t m =
-      chunksForBytes(entry->k, allReduce ? blockBytes / request.nranks : blockBytes);
+  const uint32_t m = chunksForBytes(entry->k, chunkedBytes(request, kind));
   std::vector<TreeRun> runs;
   for (size_t r = 0; r < entry->packings.size(); ++r) {
     for (TreeRun run : runsOf(entry->packings[r], m)) {
@@ -228,9 +235,16 @@ plan::Plan buildAs(const plan::PlanRequest& request) {
   return buildPlan(request, kName);
 }
 
+/// The chunk count buildPlan uses depends on the count only through chunkClass.
+template <const std::string_view& kName>
+uint32_t variantAs(const plan::PlanRequest& request) {
+  return chunkClass(chunkedBytes(request, kindOf(request, kName)));
+}
+
 template <const std::string_view& kName>
 Algorithm registryEntry(Collective collective) {
-  return Algorithm{kName, collective, appliesAs<kName>, costAs<kName>, buildAs<kName>};
+  return Algorithm{kName,         collective,     appliesAs<kName>,
+                   costAs<kName>, buildAs<kName>, variantAs<kName>};
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // and an α–β cost estimate; selection takes the cheapest that applies unless overridden.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,11 @@ struct Algorithm {
   double (*costUs)(const plan::PlanRequest& request, const CostParams& params);
   /// Builds request.rank's plan.
   plan::Plan (*build)(const plan::PlanRequest& request);
+  /// Which of its plans the generator builds for this shape, for generators whose plan
+  /// depends on the count (packed trees split small data into fewer chunks): calls of equal
+  /// variants get equal plans, so a communicator builds one per variant. nullptr: one plan
+  /// for every count (plans speak of chunks, not bytes).
+  uint32_t (*planVariant)(const plan::PlanRequest& request) = nullptr;
 };
 
 /// Every registered algorithm, in a fixed order.

@@ -108,7 +108,8 @@ const exec::BoundPlan& CommState::boundPlan(const algo::Algorithm& algorithm,
                                             const plan::PlanRequest& asked) {
   plan::PlanRequest request = asked;
   request.topology = topology_.get();
-  auto key = std::make_pair(&algorithm, request.root);
+  const uint32_t variant = algorithm.planVariant != nullptr ? algorithm.planVariant(request) : 0;
+  auto key = std::make_tuple(&algorithm, request.root, variant);
   auto found = plans_.find(key);
   if (found != plans_.end()) return *found->second;
   plan::Plan built = algorithm.build(request);

@@ -151,7 +151,9 @@ class CommState {
   // its fallback without peer memory are cached apart.
   using SelectionKey = std::tuple<int, size_t, int, int, int, bool, std::string>;
   std::map<SelectionKey, const algo::Algorithm*> selections_;
-  std::map<std::pair<const algo::Algorithm*, int>, std::unique_ptr<exec::BoundPlan>> plans_;
+  // (algorithm, root, Algorithm::planVariant).
+  std::map<std::tuple<const algo::Algorithm*, int, uint32_t>, std::unique_ptr<exec::BoundPlan>>
+      plans_;
 
   char* scratch_ = nullptr;
   size_t scratchBytes_ = 0;

@@ -130,6 +130,22 @@ TEST(PackedTreesRun, Dgx1vSubsets) {
 
 TEST(PackedTreesRun, Dgx1vAllEight) { runOn("dgx1v", 8, true, {"trees", "rsag_trees"}, true); }
 
+TEST(PackedTreesRun, PlansOfSeveralChunkCountsAlternateOnOneCommunicator) {
+  // Packed-tree plans split small data into fewer chunks (kMinChunkBytes), so one
+  // communicator holds a plan per chunk count and switches between them call by call:
+  // 1 MiB + 12 bytes (16 chunks per shard on 4 ranks), 4000 bytes (1 chunk), and back.
+  std::vector<Communicator> comms = Communicator::createInProcess(
+      4, Options().set("GROVE_TOPO_FILE", "cluster:2x2:1").set("GROVE_SLOT_BYTES", "16384"));
+  runOnComms(comms, [&](Communicator& comm) {
+    for (size_t count : {(size_t{1} << 18) + 3, size_t{1000}, (size_t{1} << 18) + 3, size_t{1}}) {
+      checkAllReduce(comm, "rsag_trees", count, ReduceOp::kSum, false);
+      checkAllReduce(comm, "trees", count, ReduceOp::kSum, true);
+      checkAllGather(comm, count);
+      checkReduceScatter(comm, count);
+    }
+  });
+}
+
 TEST(PackedTreesRun, OneHop) {
   runOn("mesh:3", 3, false, {"onehop"}, false);
   runOn("h100x8", 8, false, {"onehop"}, false);
