@@ -40,8 +40,9 @@ import subprocess
 import sys
 import tempfile
 
-from process_support import *  # noqa: F401,F403  (the shared helpers and constants)
-from process_support import tools
+from process_support import (JOB, OK_LINE, SKIP, base_env, check_leftovers, error_line,
+                             expect_failures, expect_ok, fail, failures, free_port, grove_env,
+                             launch_by_hand, run_process_check, show, tools)
 
 # ---- cases ------------------------------------------------------------------------------------
 
@@ -226,9 +227,10 @@ def case_mpirun(args):
     if name == "openmpi":
         argv = [exe, "--allow-run-as-root", "--oversubscribe", "-np", str(n),
                 "-x", "GROVE_ROOT=" + root, "-x", "GROVE_JOB_ID=" + JOB,
-                "-x", "GROVE_PROC_TEST_MARKER", "-x", "GROVE_TIMEOUT", CHECK]
+                "-x", "GROVE_PROC_TEST_MARKER", "-x", "GROVE_TIMEOUT", tools.check]
     else:
-        argv = [exe, "-np", str(n), "-env", "GROVE_ROOT", root, "-env", "GROVE_JOB_ID", JOB, CHECK]
+        argv = [exe, "-np", str(n), "-env", "GROVE_ROOT", root, "-env", "GROVE_JOB_ID", JOB,
+                tools.check]
     proc = subprocess.run(argv, env=base_env(), text=True, stdin=subprocess.DEVNULL,
                           capture_output=True, timeout=280)
     ranks = sorted(int(m.group(1)) for m in map(OK_LINE.match, proc.stdout.splitlines()) if m)
