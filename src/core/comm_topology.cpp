@@ -64,13 +64,13 @@ std::shared_ptr<const topo::Topology> hostsTopology(const std::vector<std::strin
     hostOfRank.push_back(it->second);
     ++ranksOnHost[host];
     const int64_t given = r < nicMbps.size() ? nicMbps[r] : 0;
-    if (given > 0 && (hostMbps[host] == 0 || given < hostMbps[host])) {
-      if (hostMbps[host] != 0) {
-        log::warn(rank, "ranks of host {} give different GROVE_NIC_SPEED values; using {} Mbit/s",
-                  host, given);
-      }
-      hostMbps[host] = given;
+    if (given > 0 && hostMbps[host] != 0 && given != hostMbps[host]) {
+      log::warn(rank,
+                "ranks of host {} give different GROVE_NIC_SPEED values ({} and {} Mbit/s); "
+                "using the lower",
+                host, hostMbps[host], given);
     }
+    if (given > 0 && (hostMbps[host] == 0 || given < hostMbps[host])) hostMbps[host] = given;
   }
   const int hosts = static_cast<int>(ranksOnHost.size());
   const int widest = hosts > 0 ? *std::max_element(ranksOnHost.begin(), ranksOnHost.end()) : 0;
