@@ -527,6 +527,28 @@ TEST(ShmDomain, TwoRanksInOneProcessIncludingNonContiguousLocalRanks) {
   EXPECT_EQ(b.failedPeer(), -1);
 }
 
+// A peer's heartbeat counter starts at 0 and the process's heartbeat thread first advances
+// it at its next beat (up to kHeartbeatInterval later). A peer mapped during a wait, and read
+// while its counter is still 0, was taken for one whose beat had stood still since the clock's
+// epoch, so it was declared silent at once: a false "no heartbeat for 10 s" that failed a
+// freshly split communicator's first collective under load.
+TEST(ShmDomain, APeerFirstSeenBeforeItsFirstHeartbeatIsNotSilent) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    std::string job = randomJobId();
+    ShmOptions o0 = options(job, 0, {0, 1});
+    o0.heartbeatTimeout = 60s;
+    ShmDomain a(o0);                     // starts this process's heartbeat thread
+    EXPECT_EQ(a.failedPeer(), -1);       // this wait's first check: rank 1 not yet mapped
+    std::this_thread::sleep_for(120ms);  // the next check is due (every 100 ms)
+    ShmOptions o1 = options(job, 1, {0, 1});
+    o1.heartbeatTimeout = 60s;
+    ShmDomain b(o1);   // its counter is 0 until the thread's next beat
+    a.sendFifo(1, 0);  // maps rank 1's node segment
+    EXPECT_EQ(a.failedPeer(), -1) << "attempt " << attempt;
+    EXPECT_EQ(a.failure().cause, "") << "attempt " << attempt;
+  }
+}
+
 TEST(ShmDomain, MessagesCommittedBeforeThePeerConnectsAreKept) {
   // The second view of a FIFO must not reset counters the first side already advanced.
   std::string job = randomJobId();

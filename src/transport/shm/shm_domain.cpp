@@ -289,7 +289,10 @@ void ShmDomain::checkHeartbeats(int64_t now) const {
       continue;
     }
     const uint64_t beat = peer->heartbeat.load(std::memory_order_relaxed);
-    if (newWait || beat != s.lastBeat[r].load(std::memory_order_relaxed)) {
+    // A peer mapped during this wait is seen here for the first time (its time 0 means
+    // "never"): its counter may still be at 0, which is no evidence of a stopped process.
+    const bool firstSighting = s.lastBeatMovedNs[r].load(std::memory_order_relaxed) == 0;
+    if (newWait || firstSighting || beat != s.lastBeat[r].load(std::memory_order_relaxed)) {
       s.lastBeat[r].store(beat, std::memory_order_relaxed);
       s.lastBeatMovedNs[r].store(now, std::memory_order_relaxed);
     } else if (now - s.lastBeatMovedNs[r].load(std::memory_order_relaxed) >= timeout &&
