@@ -14,6 +14,7 @@
 #include "common/log.hpp"
 #include "core/collective_call.hpp"
 #include "core/comm_topology.hpp"
+#include "core/link_compression.hpp"
 #include "core/signature_check.hpp"
 #include "exec/message_tag.hpp"
 #include "plan/printer.hpp"
@@ -57,10 +58,12 @@ CommState::CommState(std::unique_ptr<transport::Transport> transport, Config con
   if (!config_.tracePath.empty()) {
     tracer_ = std::make_unique<Tracer>(config_.tracePath, rank_, size_, config_.traceSteps);
   }
+  codec_ = makeLinkCodec(config_, *transport_);
 }
 
 CommState::~CommState() {
   failQueued(ErrorCode::kInvalidUsage, "the communicator was destroyed");
+  if (codec_) logLinkCodecStats(rank_, *codec_);
   if (scratch_ != nullptr) munmap(scratch_, scratchBytes_);
 }
 
@@ -218,6 +221,7 @@ void CommState::startPlan(Operation& op) {
   if (!op.outputExtents.empty()) op.buffers.output.explicitExtents = op.outputExtents.data();
   op.buffers.trace = tracer_ != nullptr ? &tracer_->buffer() : nullptr;
   op.buffers.sequence = op.sequence;
+  op.buffers.codec = codec_.get();
   op.execution.start(*op.plan, op.buffers);
 }
 

@@ -18,6 +18,7 @@
 #include "core/operation.hpp"
 #include "core/trace.hpp"
 #include "exec/executor.hpp"
+#include "exec/link_codec.hpp"
 #include "topo/topology.hpp"
 #include "transport/transport.hpp"
 
@@ -159,6 +160,8 @@ class CommState {
   size_t scratchBytes_ = 0;
 
   std::unique_ptr<Tracer> tracer_;  ///< GROVE_TRACE, or nullptr.
+  /// GROVE_COMPRESS (core/link_compression.hpp): nullptr when no peer is over the network.
+  std::unique_ptr<exec::LinkCodec> codec_;
   bool oneSidedDeclineLogged_ = false;
   static constexpr int kOneSidedCallsSkippedAfterDecline = 15;
   int oneSidedCallsToSkip_ = 0;

@@ -38,6 +38,7 @@ Config Config::resolve(const common::ParamOverrides& overrides, const common::Ge
   config.hostId = values.text(Param::kHostId);
   config.nicSpeedMbps = values.integer(Param::kNicSpeed);
   config.jobId = values.text(Param::kJobId);
+  config.compress = static_cast<Config::Compress>(values.integer(Param::kCompress));  // index
   config.nsocksGiven = values[Param::kNsocks].isSet();
   config.faultCorruptFrame = static_cast<uint64_t>(values.integer(Param::kFaultCorruptFrame));
   return config;

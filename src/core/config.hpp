@@ -93,6 +93,9 @@ struct Config {
   std::string hostId;
   /// GROVE_NIC_SPEED: this host's NIC rate in Mbit/s (0: unknown, topo::kDefaultNicGbit).
   int64_t nicSpeedMbps = 0;
+  /// GROVE_COMPRESS: which links compress their messages (core/link_compression.hpp).
+  enum class Compress { kAuto, kOn, kOff };
+  Compress compress = Compress::kAuto;
   /// GROVE_JOB_ID: the launcher's job id (names shared-memory segments); empty = none.
   std::string jobId;
   /// GROVE_NSOCKS was set: it is ignored, and the bootstrap says so.

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <thread>
 
+#include "exec/link_codec.hpp"
 #include "exec/message_tag.hpp"
 #include "exec/reduce.hpp"
 #include "fmt/format.h"
@@ -136,8 +137,9 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
                                           ? buffers_->chunkTags[plan::messageChunk(step).chunk]
                                           : buffers_->tag;
   const void* in = nullptr;
+  size_t inBytes = 0;
+  bool inCompressed = false;  // `in` is a codec frame (MessageTag::kCompressed)
   if (plan::receives(step.op)) {
-    size_t inBytes = 0;
     const transport::MessageTag* tag = nullptr;
     in = bound.recv->tryPeek(&inBytes, &tag);
     if (in == nullptr) return StepResult::kBlocked;
@@ -150,7 +152,8 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
         return StepResult::kFailed;
       }
     }
-    if (inBytes != bytes) {
+    inCompressed = (tag->flags & transport::MessageTag::kCompressed) != 0;
+    if (!inCompressed && inBytes != bytes) {
       error_ = fmt::format(
           "message size mismatch from rank {}: received {} bytes, expected {} (do all ranks "
           "pass the same count and type?)",
@@ -166,6 +169,45 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
 
   const DataType type = buffers_->type;
   const ReduceOp op = buffers_->op;
+  LinkCodec* codec = buffers_->codec;
+  const void* frame = in;  // a compressed message as it arrived, for passing it on
+  const size_t frameBytes = inBytes;
+  if (inCompressed) {
+    // Decoded where the step wants the values: a plain receive into its destination, a
+    // reducing one into staging that then stands for the incoming message.
+    const bool intoDst = step.op == OpKind::kRecv || step.op == OpKind::kRecvCopySend;
+    void* target = intoDst ? static_cast<void*>(dst) : nullptr;
+    if (codec != nullptr && !intoDst) target = codec->decodedStaging();
+    Status decoded = codec == nullptr
+                         ? Status::failure(ErrorCode::kSystemError, "this rank has no codec")
+                         : codec->decode(in, inBytes, target, elements, type);
+    if (!decoded.ok()) {
+      error_ = fmt::format(
+          "compressed message from rank {} (lane {}, {} bytes) does not decode to {} {} "
+          "values: {}",
+          step.recvPeer, step.lane, inBytes, elements, toString(type), decoded.message());
+      errorCode_ = ErrorCode::kSystemError;
+      return StepResult::kFailed;
+    }
+    in = target;
+  }
+  // Whether this message leaves compressed: asked once per message (the codec counts).
+  const bool encodeOut = out != nullptr && bytes > 0 && codec != nullptr &&
+                         !(inCompressed && step.op == OpKind::kRecvCopySend) &&
+                         codec->shouldCompress(step.sendPeer, type, bytes);
+  size_t outBytes = bytes;
+  bool outCompressed = false;
+  // Sends `values` (the message's raw bytes) compressed when that pays, else raw.
+  auto emit = [&](const void* values) {
+    if (encodeOut) {
+      if (size_t size = codec->encode(step.sendPeer, values, elements, type, out, bytes)) {
+        outBytes = size;
+        outCompressed = true;
+        return;
+      }
+    }
+    if (bytes && values != out) memcpy(out, values, bytes);
+  };
   auto combine = [&](void* to, const void* a, const void* b) {
     if (step.finalize) {
       reduceFinalize(to, a, b, elements, type, op, buffers_->nranks);
@@ -175,10 +217,10 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
   };
   switch (step.op) {
     case OpKind::kSend:
-      if (bytes) memcpy(out, src, bytes);
+      emit(src);
       break;
     case OpKind::kRecv:
-      if (bytes) memcpy(dst, in, bytes);
+      if (bytes && !inCompressed) memcpy(dst, in, bytes);
       break;
     case OpKind::kRecvReduce:
       combine(dst, dst, in);
@@ -191,12 +233,23 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
       combine(dst, dst, src);
       break;
     case OpKind::kRecvReduceSend:
-      combine(out, src, in);
+      if (encodeOut) {
+        combine(codec->combinedStaging(), src, in);
+        emit(codec->combinedStaging());
+      } else {
+        combine(out, src, in);
+      }
       break;
     case OpKind::kRecvCopySend:
-      if (bytes) {
-        memcpy(dst, in, bytes);
-        memcpy(out, in, bytes);
+      if (bytes && !inCompressed) memcpy(dst, in, bytes);
+      if (inCompressed && codec->compressesTo(step.sendPeer)) {
+        // Passed on as it came (UCCL-Zip's idea): no second encoding on the way.
+        memcpy(out, frame, frameBytes);
+        outBytes = frameBytes;
+        outCompressed = true;
+        codec->countForwarded();
+      } else {
+        emit(dst);
       }
       break;
     case OpKind::kRecvReduceCopy:
@@ -204,7 +257,7 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
       break;
     case OpKind::kRecvReduceCopySend:
       combine(dst, src, in);
-      if (bytes) memcpy(out, dst, bytes);
+      emit(dst);
       break;
     case OpKind::kSignal:  // The empty message is all.
     case OpKind::kWait:
@@ -213,10 +266,12 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
     case OpKind::kReduceAll:
       break;
   }
-  if (in != nullptr) bound.recv->release();
+  if (plan::receives(step.op)) bound.recv->release();
   if (out != nullptr) {
     if (buffers_->faultDelay.count() > 0) std::this_thread::sleep_for(buffers_->faultDelay);
-    bound.send->commit(bytes, stamped(mine, buffers_->checksum, out, bytes));
+    transport::MessageTag sent = mine;
+    if (outCompressed) sent.flags |= transport::MessageTag::kCompressed;
+    bound.send->commit(outBytes, stamped(sent, buffers_->checksum, out, outBytes));
   }
   return StepResult::kFired;
 }

@@ -24,6 +24,8 @@
 
 namespace grove::exec {
 
+class LinkCodec;
+
 /// A step with its connections resolved.
 struct BoundStep {
   plan::Step step;
@@ -75,6 +77,10 @@ struct CallBuffers {
   /// GROVE_CHECKSUM: sent messages carry a checksum of their payload and received ones are
   /// verified against theirs.
   bool checksum = false;
+  /// GROVE_COMPRESS: encodes messages to the peers whose links compress and decodes every
+  /// compressed message received (exec/link_codec.hpp); nullptr when no link of this rank
+  /// can carry compressed messages.
+  LinkCodec* codec = nullptr;
   /// GROVE_FAULT_DELAY_US (tests): sleep this long before committing each sent message.
   std::chrono::microseconds faultDelay{0};
   // One-sided plans (exec/one_sided.hpp): this rank's buffers as its peers find them

@@ -111,9 +111,10 @@ Status checkReceived(const MessageTag& mine, const MessageTag& theirs, const voi
     if (uint32_t sum = payloadChecksum(data, bytes); sum != theirs.checksum) {
       return Status::failure(
           ErrorCode::kSystemError,
-          fmt::format("corrupted message on the link from rank {} (lane {}): {} bytes whose "
+          fmt::format("corrupted {}message on the link from rank {} (lane {}): {} bytes whose "
                       "checksum is {:#010x}, rank {} sent {:#010x} (GROVE_CHECKSUM)",
-                      peer, lane, bytes, sum, peer, theirs.checksum));
+                      (theirs.flags & MessageTag::kCompressed) != 0 ? "compressed " : "", peer,
+                      lane, bytes, sum, peer, theirs.checksum));
     }
   }
   return {};

@@ -33,6 +33,9 @@ namespace grove::transport {
 struct MessageTag {
   /// Bit set in `flags` when `checksum` holds the payload's checksum (GROVE_CHECKSUM).
   static constexpr uint8_t kHasChecksum = 1;
+  /// Bit set in `flags` when the payload is a codec frame of the message's values
+  /// (GROVE_COMPRESS, exec/link_codec.hpp); the checksum covers the frame as sent.
+  static constexpr uint8_t kCompressed = 2;
 
   uint64_t call = 0;       ///< Collective number on the communicator (1, 2, ...); 0 for send/recv.
   uint64_t count = 0;      ///< The call's count (send/recv: this transfer's count).

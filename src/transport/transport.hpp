@@ -66,6 +66,9 @@ class Transport {
   /// whatever the transport moves meanwhile it moves on threads of its own, from now on.
   virtual void handOffProgress() {}
 
+  /// Whether messages to `peer` cross a network (TCP to another host, or GROVE_TRANSPORT=tcp):
+  /// the links where compression can pay (GROVE_COMPRESS).
+  virtual bool overNetwork(int /*peer*/) const { return false; }
   /// Reading peers' memory in place (zero-copy single-host collectives), or nullptr when
   /// this transport cannot (some peer is on another host).
   virtual PeerMemory* peerMemory() { return nullptr; }

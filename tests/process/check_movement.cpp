@@ -22,6 +22,8 @@ std::string describe(const char* collective, DataType type, size_t count, bool i
   return s;
 }
 
+}  // namespace
+
 void checkBroadcast(Communicator& comm, Checker& check, DataType type, size_t count, int root,
                     int salt) {
   const size_t bytes = count * dataTypeSize(type);
@@ -130,8 +132,6 @@ void checkScatter(Communicator& comm, Checker& check, DataType type, size_t coun
     recv.checkGuards(check, check.step);
   }
 }
-
-}  // namespace
 
 void checkMovement(Communicator& comm, Checker& check) {
   const int n = comm.size();

@@ -88,14 +88,14 @@ void checkReduceScatter(Communicator& comm, Checker& check, DataType type, Reduc
   }
 }
 
+}  // namespace
+
 void checkAll(Communicator& comm, Checker& check, DataType type, ReduceOp op, size_t count,
               int salt) {
   checkAllReduce(comm, check, type, op, count, salt);
   checkReduce(comm, check, type, op, count, salt + 1);
   checkReduceScatter(comm, check, type, op, count, salt + 2);
 }
-
-}  // namespace
 
 void checkReductions(Communicator& comm, Checker& check) {
   int salt = 0;

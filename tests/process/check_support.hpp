@@ -78,6 +78,29 @@ std::vector<uint8_t> reductionInput(int rank, size_t count, DataType type, Reduc
 std::vector<uint8_t> reductionExpected(int nranks, size_t count, DataType type, ReduceOp op,
                                        int salt);
 
+/// From now on (in this process), pattern() gives bytes whose odd positions take four values:
+/// the sign and exponent bytes of 2- and 4-byte floats then vary as little as a gradient's, so
+/// the codec shrinks them (the compressed suite); the other bytes keep their pattern.
+void useCompressiblePatterns();
+
+/// allReduce, reduce and reduceScatter of `count` elements of `type` with `op`, in and out of
+/// place (check_reductions.cpp).
+void checkAll(Communicator& comm, Checker& check, DataType type, ReduceOp op, size_t count,
+              int salt);
+/// One data-movement collective of pattern() data, in and out of place (check_movement.cpp).
+void checkBroadcast(Communicator& comm, Checker& check, DataType type, size_t count, int root,
+                    int salt);
+void checkAllGather(Communicator& comm, Checker& check, DataType type, size_t count, int salt);
+void checkAllToAll(Communicator& comm, Checker& check, DataType type, size_t count, int salt);
+void checkGather(Communicator& comm, Checker& check, DataType type, size_t count, int root,
+                 int salt);
+void checkScatter(Communicator& comm, Checker& check, DataType type, size_t count, int root,
+                  int salt);
+/// GROVE_COMPRESS=on over TCP: every collective on float32, bfloat16 and float16 (every
+/// operator) with messages the codec shrinks, special values, incompressible bits and a
+/// type it passes through (check_compressed.cpp). Run by `process_check compressed`.
+void checkCompressed(Communicator& comm, Checker& check);
+
 /// Reductions: allReduce, reduce and reduceScatter, every type and operator, in and out of
 /// place (check_reductions.cpp).
 void checkReductions(Communicator& comm, Checker& check);

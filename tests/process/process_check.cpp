@@ -55,7 +55,16 @@ void GuardedBuffer::checkGuards(Checker& check, const std::string& what) const {
   }
 }
 
+namespace {
+bool compressiblePatterns = false;
+}  // namespace
+
+void useCompressiblePatterns() { compressiblePatterns = true; }
+
 uint8_t patternByte(int rank, size_t pos, int salt) {
+  if (compressiblePatterns && pos % 2 == 1) {
+    return static_cast<uint8_t>(0x3C + (static_cast<size_t>(rank) + pos / 2 + salt) % 4);
+  }
   const uint8_t b = static_cast<uint8_t>(rank * 131 + pos * 7 + (pos >> 8) * 3 + salt * 29 + 1);
   return b == kPoison ? 0x5A : b;
 }
@@ -116,8 +125,10 @@ int main(int argc, char** argv) {
   // `process_check registered` runs the registered-memory suite alone; no argument runs the
   // others.
   const std::string suite = argc > 1 ? argv[1] : "";
-  if (!suite.empty() && suite != "registered") {
-    std::fprintf(stderr, "process_check FAILED: unknown suite '%s' (expected none or registered)\n",
+  if (!suite.empty() && suite != "registered" && suite != "compressed") {
+    std::fprintf(stderr,
+                 "process_check FAILED: unknown suite '%s' (expected none, registered or "
+                 "compressed)\n",
                  suite.c_str());
     return 1;
   }
@@ -132,6 +143,8 @@ int main(int argc, char** argv) {
   try {
     if (suite == "registered") {
       grove::proc::checkRegistered(comm, check);
+    } else if (suite == "compressed") {
+      grove::proc::checkCompressed(comm, check);
     } else {
       grove::proc::checkReductions(comm, check);
       grove::proc::checkMovement(comm, check);

@@ -144,12 +144,14 @@ def launch_by_hand(envs, timeout):
     return ranks
 
 
-def run_process_check(n, env, tcp, suite=None, timeout=280):
+def run_process_check(n, env, tcp, suite=None, timeout=280, outputs=None):
     """grove run -n N -- process_check [SUITE]: (every rank said ok on the right transport,
-    the job ids seen)."""
+    the job ids seen). `outputs`, a list: the finished process is appended to it."""
     argv = [tools.grove, "run", "-n", str(n), "--", tools.check] + ([suite] if suite else [])
     proc = subprocess.run(argv, env=env, text=True, stdin=subprocess.DEVNULL,
                           capture_output=True, timeout=timeout)
+    if outputs is not None:
+        outputs.append(proc)
     lines = [OK_LINE.match(l) for l in proc.stdout.splitlines()]
     ranks = sorted(int(m.group(1)) for m in lines if m)
     jobs = {m.group(5) for m in lines if m}

@@ -18,6 +18,8 @@ Usage:
                               grove run -n N -- process_check; B: GROVE_TCP_DIRECT_BYTES
                               (0: every frame on the network thread; large: every frame on
                               the waiting rank's thread)
+    compressed N [--corrupt]  grove run -n N -- process_check compressed over TCP with
+                              GROVE_COMPRESS=on (--corrupt: a flipped bit under GROVE_CHECKSUM)
     registered N [--default] [--copies] [--tcp] [--expect-direct]
                               grove run -n N -- process_check registered, with
                               GROVE_DIRECT_MIN_BYTES=1 (--default: unset) and GROVE_TRACE;
@@ -56,6 +58,54 @@ def case_check(args):
     env = base_env(extra or None)
     _, jobs = run_process_check(n, env, tcp)
     check_leftovers(jobs)
+
+
+# GROVE_DEBUG=INFO's summary of what a rank's link codec did (core/link_compression.cpp).
+CODEC_STATS = re.compile(r"\[(\d+)\] GROVE INFO compression: (\d+) messages sent compressed "
+                         r"\((\d+) -> (\d+) bytes.*?\), (\d+) tried and sent raw, (\d+) passed "
+                         r"on compressed, (\d+) decoded")
+
+
+def case_compressed(args):
+    """process_check compressed over TCP with GROVE_COMPRESS=on: exact results, and every
+    rank's log shows messages compressed, tried raw (random bits), decoded and (3 ranks and
+    more: rings pass blocks on) forwarded still compressed. --corrupt: a flipped bit in a
+    frame (GROVE_FAULT_CORRUPT_FRAME) under GROVE_CHECKSUM=1 fails the job naming the link
+    and the compressed message, never a wrong value."""
+    n = int(args[0])
+    env = base_env({"GROVE_TRANSPORT": "tcp", "GROVE_COMPRESS": "on", "GROVE_DEBUG": "INFO"})
+    if "--corrupt" in args[1:]:
+        # Frame 40 of each connection: well inside the first float32 allReduce's messages.
+        env.update({"GROVE_CHECKSUM": "1", "GROVE_FAULT_CORRUPT_FRAME": "40"})
+        argv = [tools.grove, "run", "-n", str(n), "--", tools.check, "compressed"]
+        proc = subprocess.run(argv, env=env, text=True, stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=120)
+        caught = re.search(r"corrupted compressed message on the link from rank \d+ .*"
+                           r"\(GROVE_CHECKSUM\)", proc.stderr)
+        if proc.returncode == 0 or not caught or "ok:" in proc.stdout:
+            show("grove run", proc.stdout, proc.stderr)
+            fail("corrupted compressed frame: expected the job to fail naming the link and "
+                 "GROVE_CHECKSUM (exit status %d)" % proc.returncode)
+        check_leftovers([JOB])
+        return
+    outputs = []
+    ok, jobs = run_process_check(n, env, True, "compressed", outputs=outputs)
+    check_leftovers(jobs)
+    if not ok:
+        return
+    stats = {int(m.group(1)): [int(g) for g in m.groups()[1:]]
+             for m in CODEC_STATS.finditer(outputs[0].stderr)}
+    for rank in range(n):
+        if rank not in stats:
+            fail("rank %d logged no compression summary" % rank)
+            continue
+        sent, raw, frames, tried_raw, forwarded, decoded = stats[rank]
+        if sent == 0 or frames >= raw or tried_raw == 0 or decoded == 0 or \
+                (n >= 3 and forwarded == 0):
+            fail("rank %d: compressed %d messages (%d -> %d bytes), tried raw %d, forwarded "
+                 "%d, decoded %d: expected every kind" % (rank, sent, raw, frames, tried_raw,
+                                                         forwarded, decoded))
+    print("process_test: compressed on %d ranks: %s" % (n, stats))
 
 
 DIRECT_COLLECTIVES = {"allreduce", "reducescatter", "allgather", "broadcast"}
@@ -302,7 +352,8 @@ def main():
     parser.add_argument("--grove", required=True)
     parser.add_argument("--check", required=True)
     parser.add_argument("case",
-                        choices=["check", "registered", "perf", "launcher", "mpirun", "bad"])
+                        choices=["check", "compressed", "registered", "perf", "launcher", "mpirun",
+                                 "bad"])
     parser.add_argument("args", nargs=argparse.REMAINDER)
     options = parser.parse_args()
     tools.grove, tools.check = os.path.abspath(options.grove), os.path.abspath(options.check)

@@ -59,6 +59,9 @@ class ProcessTransport final : public Transport {
   int failedPeer() const override;
   FailureInfo failure() const override;
   bool peerLeft(int peer) const override;
+  bool overNetwork(int peer) const override {
+    return peer >= 0 && peer < setup_.size && kinds_[peer] == PeerKind::kTcp;
+  }
   std::unique_ptr<Transport> split(uint64_t sequence, int color, std::span<const int> members,
                                    int newRank) override;
 
