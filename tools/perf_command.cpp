@@ -37,6 +37,7 @@ struct PerfArgs {
   int registered = 0;
   std::string algorithm;
   std::string json;
+  std::string fill = "pattern";
   int ngpus = 1;
   int parallelInit = 0;
 };
@@ -145,6 +146,7 @@ perf::Options validate(const PerfArgs& args, bool stepFactorGiven) {
   }
   o.algorithm = args.algorithm;
   o.jsonPath = args.json;
+  o.gaussianFill = args.fill == "gaussian";
   return o;
 }
 
@@ -199,6 +201,11 @@ void addPerfCommand(CLI::App& app) {
                   "Algorithm for every call (CallOptions::algorithm), e.g. ring, tree; "
                   "default: grove chooses");
   cmd->add_option("-J,--json", args->json, "Also write every row as JSON to this file");
+  cmd->add_option("--fill", args->fill,
+                  "What timed calls send: pattern (small integers, as the checks) or gaussian "
+                  "(floating values drawn like gradients, for GROVE_COMPRESS)")
+      ->check(CLI::IsMember({"pattern", "gaussian"}))
+      ->capture_default_str();
   CLI::Option* ngpus = cmd->add_option("-g,--ngpus", args->ngpus, "Accepted and ignored (no GPUs)");
   CLI::Option* parallel =
       cmd->add_option("-p,--parallel_init", args->parallelInit, "Accepted and ignored");

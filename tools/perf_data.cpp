@@ -14,6 +14,7 @@
 #include <bit>
 #include <cstring>
 #include <new>
+#include <random>
 
 #include "exec/half.hpp"
 
@@ -195,6 +196,32 @@ bool Pattern::checksOutput(int rank) const {
     return rank == root_;
   }
   return true;
+}
+
+void fillGaussian(void* data, size_t count, DataType type, int rank) {
+  std::mt19937_64 random(0x5EEDull + static_cast<uint64_t>(rank));
+  std::normal_distribution<float> normal(0.0f, 0.01f);
+  auto* out = static_cast<std::byte*>(data);
+  const size_t width = dataTypeSize(type);
+  for (size_t k = 0; k < count; ++k) {
+    const float value = normal(random);
+    uint64_t bits = 0;
+    switch (type) {
+      case DataType::kFloat16:
+        bits = exec::floatToHalf(value);
+        break;
+      case DataType::kBFloat16:
+        bits = exec::floatToBfloat16(value);
+        break;
+      case DataType::kFloat64:
+        bits = std::bit_cast<uint64_t>(static_cast<double>(value));
+        break;
+      default:
+        bits = std::bit_cast<uint32_t>(value);
+        break;
+    }
+    storeBits(out, k, width, bits);
+  }
 }
 
 void Pattern::fillInput(void* sendbuf, const Shape& shape, int rank, uint64_t salt) const {

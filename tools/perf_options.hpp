@@ -61,6 +61,9 @@ struct Options {
   int registered = 0;
   std::string algorithm;  ///< -A: CallOptions::algorithm for every call; empty = grove chooses.
   std::string jsonPath;   ///< -J: where to write the JSON report; empty = none.
+  /// --fill gaussian: timed calls send floating values drawn from a normal distribution
+  /// (fillGaussian), which compress as gradients do; the checks keep their exact pattern.
+  bool gaussianFill = false;
 };
 
 /// Parses a byte size: a non-negative integer with an optional K, M or G suffix (powers of

@@ -260,6 +260,10 @@ class RankRunner {
 
   Measurement measure(const Pattern& pattern, const Shape& shape, bool inPlace, uint64_t salt) {
     Team& team = shared_.team;
+    if (options_.gaussianFill) {
+      const auto [send, recv] = buffers(shape, inPlace);
+      fillGaussian(send, shape.sendCount, type_, rank_);
+    }
     issue(shape, inPlace);  // Untimed: every rank is in step before the clock starts.
     team.sync(comm_);
     const auto start = std::chrono::steady_clock::now();

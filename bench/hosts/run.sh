@@ -22,9 +22,12 @@
 #            allgather, reducescatter and broadcast, 8 B .. 256 MiB (hours on 2 cores)
 # Environment (each overrides the choice above): HOSTS ("2 4"), PPN ("1 2"), LINKS ("unshaped
 # 1gbit 10gbit mixed"), COLLECTIVES, BEGIN (8), END (64M), FACTOR (8), ROUNDS (3), ITERS (20),
-# WARMUP (5), LIBS ("grove openmpi gloo"; "ring" adds grove forced to a ring), GROVE
+# WARMUP (5), LIBS ("grove openmpi gloo"; "ring" adds grove forced to a ring, "plain" grove
+# with GROVE_COMPRESS=off), DATATYPE (grove's: float; the peers always send float32), GROVE
 # (build/bin/grove), OUT (build/hosts/DATE). grove's ranks get GROVE_NIC_SPEED of their
-# host's shaped rate (nic_speed), so its topology knows the slow host of the mixed case.
+# host's shaped rate (nic_speed), so its topology knows the slow host of the mixed case and
+# GROVE_COMPRESS=auto compresses the 1gbit links; its timed calls send Gaussian values (grove
+# perf --fill gaussian), which compress as gradients do, not the checks' small integers.
 # Output: OUT/raw/* (every run), OUT/streams.txt, OUT/summary.txt and the plots (summary.py).
 # The run_LIBRARY functions are called as "run_$lib".
 # shellcheck disable=SC2317
@@ -44,7 +47,7 @@ else
   : "${HOSTS:=2}" "${PPN:=1}" "${LINKS:=unshaped 1gbit}" "${COLLECTIVES:=allreduce}" "${END:=64M}"
 fi
 : "${BEGIN:=8}" "${FACTOR:=8}" "${ROUNDS:=3}" "${ITERS:=20}" "${WARMUP:=5}"
-: "${LIBS:=grove openmpi gloo}"
+: "${LIBS:=grove openmpi gloo}" "${DATATYPE:=float}"
 grove=${GROVE:-$root/build/bin/grove}
 out=${OUT:-$root/build/hosts/$(date +%Y%m%d-%H%M%S)}
 peers=$root/build/bench/peers
@@ -98,10 +101,11 @@ run_grove() {
   job=$(hex 8)
   secret=$(hex 16)
   for ((r = 0; r < n; r++)); do
-    GROVE_NIC_SPEED=$(nic_speed $((r / ppn))) \
+    GROVE_NIC_SPEED=$(nic_speed $((r / ppn))) GROVE_COMPRESS=${grove_compress:-auto} \
       GROVE_RANK=$r GROVE_WORLD_SIZE=$n GROVE_ROOT=$(netns_addr 0):29500 \
       GROVE_SECRET=$secret GROVE_JOB_ID=$job netns_spawn "$prefix" $((r / ppn)) \
-      "$file.$r" "$file.$r.err" timeout -k 5 1800 "$grove" perf "$coll" -t 1 "${perf_args[@]}"
+      "$file.$r" "$file.$r.err" timeout -k 5 1800 "$grove" perf "$coll" -t 1 "${perf_args[@]}" \
+      -d "$DATATYPE" --fill gaussian
     pids+=("$NETNS_LAST_PID")
   done
   finish_ranks "$file" "$n" "${pids[@]}"
@@ -115,6 +119,12 @@ run_ring() {
   run_grove "$@" || status=1
   perf_args=("${saved[@]}")
   return $status
+}
+
+# run_plain HOSTS PPN COLL OUTFILE: grove with compression off (GROVE_COMPRESS=off), the
+# reference its compressed links are compared with.
+run_plain() {
+  grove_compress=off run_grove "$@"
 }
 
 # run_openmpi HOSTS PPN COLL OUTFILE

@@ -25,8 +25,9 @@ _loader.exec_module(compare)
 NAME = re.compile(r"^(\d+)x(\d+)_([a-z0-9]+)_([a-z]+)_([a-z]+)_r(\d+)\.txt$")
 PEERS = ("openmpi", "gloo")
 # grove itself forced to a ring (LIBS=ring): what grove's own choice is measured against on
-# the mixed-speed links; a ratio column of its own, left out of xbest.
-REFERENCES = ("ring",)
+# the mixed-speed links; grove with compression off (LIBS=plain): what its compressed links
+# are measured against. Each a ratio column of its own, left out of xbest.
+REFERENCES = ("ring", "plain")
 
 
 def load(out):
