@@ -146,7 +146,9 @@ perf::Options validate(const PerfArgs& args, bool stepFactorGiven) {
   }
   o.algorithm = args.algorithm;
   o.jsonPath = args.json;
-  o.gaussianFill = args.fill == "gaussian";
+  o.fill = args.fill == "gaussian" ? perf::Fill::kGaussian
+           : args.fill == "random" ? perf::Fill::kRandom
+                                   : perf::Fill::kPattern;
   return o;
 }
 
@@ -202,9 +204,10 @@ void addPerfCommand(CLI::App& app) {
                   "default: grove chooses");
   cmd->add_option("-J,--json", args->json, "Also write every row as JSON to this file");
   cmd->add_option("--fill", args->fill,
-                  "What timed calls send: pattern (small integers, as the checks) or gaussian "
-                  "(floating values drawn like gradients, for GROVE_COMPRESS)")
-      ->check(CLI::IsMember({"pattern", "gaussian"}))
+                  "What timed calls send: pattern (small integers, as the checks), gaussian "
+                  "(floating values drawn like gradients, for GROVE_COMPRESS) or random "
+                  "(uniform bits: nothing to compress)")
+      ->check(CLI::IsMember({"pattern", "gaussian", "random"}))
       ->capture_default_str();
   CLI::Option* ngpus = cmd->add_option("-g,--ngpus", args->ngpus, "Accepted and ignored (no GPUs)");
   CLI::Option* parallel =

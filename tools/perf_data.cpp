@@ -198,8 +198,17 @@ bool Pattern::checksOutput(int rank) const {
   return true;
 }
 
-void fillGaussian(void* data, size_t count, DataType type, int rank) {
+void fillTimed(void* data, size_t count, DataType type, int rank, Fill fill) {
   std::mt19937_64 random(0x5EEDull + static_cast<uint64_t>(rank));
+  if (fill == Fill::kRandom) {
+    auto* bytes = static_cast<unsigned char*>(data);
+    const size_t total = count * dataTypeSize(type);
+    for (size_t i = 0; i < total; i += 8) {
+      const uint64_t word = random();
+      std::memcpy(bytes + i, &word, std::min<size_t>(8, total - i));
+    }
+    return;
+  }
   std::normal_distribution<float> normal(0.0f, 0.01f);
   auto* out = static_cast<std::byte*>(data);
   const size_t width = dataTypeSize(type);

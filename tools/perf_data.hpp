@@ -39,10 +39,11 @@ class AlignedBuffer {
 /// Fills `bytes` bytes at `data` with kPoisonByte.
 void poison(void* data, size_t bytes);
 
-/// Writes `count` values of `type` drawn from N(0, 0.01) (seeded by `rank`) at `data`:
-/// near-Gaussian like gradients, so that the codec's ratio on them is a gradient's (bfloat16
-/// about 1.5, float32 about 1.2). Integer types get the values' bits as they are.
-void fillGaussian(void* data, size_t count, DataType type, int rank);
+/// Writes what timed calls send (`fill` is not kPattern; seeded by `rank`) as `count` values
+/// of `type` at `data`. kGaussian: values drawn from N(0, 0.01), near-Gaussian like
+/// gradients, so that the codec's ratio on them is a gradient's (bfloat16 about 1.5, float32
+/// about 1.2; integer types get the float32 bits); kRandom: uniform random bits.
+void fillTimed(void* data, size_t count, DataType type, int rank, Fill fill);
 
 /// The data of one measured case: what each rank sends and what each rank must receive.
 class Pattern {

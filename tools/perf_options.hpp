@@ -40,6 +40,10 @@ bool hasRoot(Collective collective);
 /// How the per-rank times of a timed loop are combined (-a).
 enum class TimeCombine { kRank0 = 0, kMean = 1, kMin = 2, kMax = 3 };
 
+/// What the timed calls send: the checks' small integers, values drawn like gradients
+/// (they compress as gradients do, for GROVE_COMPRESS), or uniform random bits.
+enum class Fill { kPattern, kGaussian, kRandom };
+
 /// Everything the flags of `grove perf` set, validated.
 struct Options {
   Collective collective = Collective::kAllReduce;
@@ -61,9 +65,9 @@ struct Options {
   int registered = 0;
   std::string algorithm;  ///< -A: CallOptions::algorithm for every call; empty = grove chooses.
   std::string jsonPath;   ///< -J: where to write the JSON report; empty = none.
-  /// --fill gaussian: timed calls send floating values drawn from a normal distribution
-  /// (fillGaussian), which compress as gradients do; the checks keep their exact pattern.
-  bool gaussianFill = false;
+  /// --fill: what timed calls send (perf_data.hpp, fillTimed); the checks keep their exact
+  /// pattern whatever it is.
+  Fill fill = Fill::kPattern;
 };
 
 /// Parses a byte size: a non-negative integer with an optional K, M or G suffix (powers of

@@ -260,9 +260,9 @@ class RankRunner {
 
   Measurement measure(const Pattern& pattern, const Shape& shape, bool inPlace, uint64_t salt) {
     Team& team = shared_.team;
-    if (options_.gaussianFill) {
+    if (options_.fill != Fill::kPattern) {
       const auto [send, recv] = buffers(shape, inPlace);
-      fillGaussian(send, shape.sendCount, type_, rank_);
+      fillTimed(send, shape.sendCount, type_, rank_, options_.fill);
     }
     issue(shape, inPlace);  // Untimed: every rank is in step before the clock starts.
     team.sync(comm_);

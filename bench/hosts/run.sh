@@ -23,7 +23,8 @@
 # Environment (each overrides the choice above): HOSTS ("2 4"), PPN ("1 2"), LINKS ("unshaped
 # 1gbit 10gbit mixed"), COLLECTIVES, BEGIN (8), END (64M), FACTOR (8), ROUNDS (3), ITERS (20),
 # WARMUP (5), LIBS ("grove openmpi gloo"; "ring" adds grove forced to a ring, "plain" grove
-# with GROVE_COMPRESS=off), DATATYPE (grove's: float; the peers always send float32), GROVE
+# with GROVE_COMPRESS=off), DATATYPE (grove's: float; the peers always send float32), FILL
+# (what grove's timed calls send: gaussian, random or pattern, grove perf --fill), GROVE
 # (build/bin/grove), OUT (build/hosts/DATE). grove's ranks get GROVE_NIC_SPEED of their
 # host's shaped rate (nic_speed), so its topology knows the slow host of the mixed case and
 # GROVE_COMPRESS=auto compresses the 1gbit links; its timed calls send Gaussian values (grove
@@ -47,7 +48,7 @@ else
   : "${HOSTS:=2}" "${PPN:=1}" "${LINKS:=unshaped 1gbit}" "${COLLECTIVES:=allreduce}" "${END:=64M}"
 fi
 : "${BEGIN:=8}" "${FACTOR:=8}" "${ROUNDS:=3}" "${ITERS:=20}" "${WARMUP:=5}"
-: "${LIBS:=grove openmpi gloo}" "${DATATYPE:=float}"
+: "${LIBS:=grove openmpi gloo}" "${DATATYPE:=float}" "${FILL:=gaussian}"
 grove=${GROVE:-$root/build/bin/grove}
 out=${OUT:-$root/build/hosts/$(date +%Y%m%d-%H%M%S)}
 peers=$root/build/bench/peers
@@ -105,7 +106,7 @@ run_grove() {
       GROVE_RANK=$r GROVE_WORLD_SIZE=$n GROVE_ROOT=$(netns_addr 0):29500 \
       GROVE_SECRET=$secret GROVE_JOB_ID=$job netns_spawn "$prefix" $((r / ppn)) \
       "$file.$r" "$file.$r.err" timeout -k 5 1800 "$grove" perf "$coll" -t 1 "${perf_args[@]}" \
-      -d "$DATATYPE" --fill gaussian
+      -d "$DATATYPE" --fill "$FILL"
     pids+=("$NETNS_LAST_PID")
   done
   finish_ranks "$file" "$n" "${pids[@]}"
@@ -209,6 +210,6 @@ for hosts in $HOSTS; do
     netns_down "$prefix"
   done
 done
-python3 "$here/summary.py" "$out" | tee "$out/summary.txt"
+DATATYPE=$DATATYPE python3 "$here/summary.py" "$out" | tee "$out/summary.txt"
 echo "bench/hosts: results in $out" >&2
 exit $status

@@ -11,6 +11,7 @@ plotter (the table parser, bus factors and plots are that tool's, imported, not 
 """
 import importlib.machinery
 import importlib.util
+import os
 import re
 import statistics
 import sys
@@ -70,7 +71,10 @@ def table(key, by_lib, stream_gbits):
     compared = peers + [lib for lib in REFERENCES if lib in by_lib]
     rounds = max(len(v) for runs in by_lib.values() for v in runs.values())
     stream = stream_gbits / 8 if stream_gbits else None
-    lines = [f"## {hosts} hosts x {ppn} process(es), link {link}, {coll} float32, out of place, "
+    # grove's element type (DATATYPE); the peers' drivers always send float32.
+    dtype = os.environ.get("DATATYPE", "float")
+    types = "float32" if dtype in ("float", "float32") else f"grove {dtype}, peers float32"
+    lines = [f"## {hosts} hosts x {ppn} process(es), link {link}, {coll} {types}, out of place, "
              f"median of {rounds} round(s); single stream "
              + (f"{stream:.3f} GB/s" if stream else "not measured")]
     head = f"{'size':>7} |" + "".join(f" {lib:>8} us {'GB/s':>7} |" for lib in libs)
