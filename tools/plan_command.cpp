@@ -41,6 +41,7 @@ struct PlanOptions {
   // --topo and the flags that only make sense with it.
   std::string topo;
   std::string size;
+  std::string compress;
   bool json = false;
   std::string dotFile;
   std::string svgFile;
@@ -91,6 +92,7 @@ void runTopo(const PlanOptions& options, plan::Collective collective) {
   topo.root = options.root;
   topo.nranks = options.nranksGiven ? options.nranks : -1;
   topo.fifoDepth = options.fifoDepth;
+  topo.compress = options.compress;
   topo.json = options.json;
   topo.dotFile = options.dotFile;
   topo.svgFile = options.svgFile;
@@ -102,8 +104,8 @@ void runPlan(const PlanOptions& options) {
   if (!options.topo.empty()) return runTopo(options, collective);
   for (const auto& [given, flag] :
        {std::pair{!options.size.empty(), "--size"}, std::pair{options.json, "--json"},
-        std::pair{!options.dotFile.empty(), "--dot"},
-        std::pair{!options.svgFile.empty(), "--svg"}}) {
+        std::pair{!options.dotFile.empty(), "--dot"}, std::pair{!options.svgFile.empty(), "--svg"},
+        std::pair{!options.compress.empty(), "--compress"}}) {
     if (given) {
       throw Error(ErrorCode::kInvalidArgument,
                   std::string(flag) + " needs --topo (e.g. --topo dgx1v)");
@@ -192,6 +194,10 @@ void addPlanCommand(CLI::App& app) {
   command->add_option("--fifo-depth", options->fifoDepth, "FIFO slots the verifier models")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  command->add_option("--compress", options->compress,
+                      "With --topo: model GROVE_COMPRESS on the network links, RATIO[:GBPS] "
+                      "(e.g. 1.5 for bfloat16 gradients; GBPS: the codec's rate, default "
+                      "measured here)");
   command->add_option(
       "--topo", options->topo,
       "Compare every candidate on this topology: a preset (dgx1v, dgx1p, dgx2, "

@@ -23,6 +23,7 @@
 #include "algo/registry.hpp"
 #include "algo/select_topology.hpp"
 #include "common/parameters.hpp"
+#include "exec/link_codec.hpp"
 #include "grove/error.hpp"
 #include "model/simulator.hpp"
 #include "perf_options.hpp"
@@ -49,6 +50,33 @@ size_t parseSize(const std::string& text) {
                 "--size '" + text + "' is not a size (expected bytes, e.g. 4096, 64K, 64M, 1G)");
   }
   return *bytes;
+}
+
+/// --compress RATIO[:GBPS]: the codec's ratio on the links over the network (> 1; what
+/// docs/compression.md measures: about 1.5 for bfloat16 gradients, 1.2 for float32) and its
+/// rate per rank (default: measured on this machine, exec::measuredCodecBytesPerSecond).
+std::pair<double, double> parseCompress(const std::string& text) {
+  const size_t colon = text.find(':');
+  char* end = nullptr;
+  const std::string ratioText = text.substr(0, colon);
+  const double ratio = std::strtod(ratioText.c_str(), &end);
+  double gbps = 0;
+  bool ok = !ratioText.empty() && end == ratioText.c_str() + ratioText.size() && ratio >= 1.0 &&
+            ratio <= 64.0;
+  if (ok && colon != std::string::npos) {
+    const std::string rateText = text.substr(colon + 1);
+    gbps = std::strtod(rateText.c_str(), &end);
+    ok = !rateText.empty() && end == rateText.c_str() + rateText.size() && gbps > 0;
+  } else if (ok) {
+    gbps = exec::measuredCodecBytesPerSecond() / 1e9;
+  }
+  if (!ok) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--compress '" + text +
+                    "': expected RATIO[:GBPS], a ratio in [1, 64] and a rate > 0 in GB/s (e.g. "
+                    "1.5 or 1.5:1.2)");
+  }
+  return {ratio, gbps};
 }
 
 topo::Topology loadTopology(const std::string& spec) {
@@ -349,6 +377,12 @@ TopoReport analyzeTopoPlan(const TopoPlanOptions& options) {
   sim.bytes = report.count * element;
   sim.elementSize = element;
   sim.fifoDepth = options.fifoDepth;
+  const model::SimOptions uncompressed = sim;
+  if (!options.compress.empty()) {
+    const auto [ratio, gbps] = parseCompress(options.compress);
+    sim.compressionRatio = report.compressionRatio = ratio;
+    sim.codecGBps = report.codecGBps = gbps;
+  }
   std::map<std::string, std::vector<plan::Plan>> plansOf;
   for (const algo::Algorithm* a : field) {
     if (const Status applies = a->applies(request); !applies.ok()) {
@@ -368,6 +402,9 @@ TopoReport analyzeTopoPlan(const TopoPlanOptions& options) {
       model::Prediction p = model::simulate(plans, report.topology, sim);
       candidate.simulated = true;
       candidate.timeUs = p.timeUs;
+      if (!options.compress.empty()) {
+        candidate.uncompressedUs = model::simulate(plans, report.topology, uncompressed).timeUs;
+      }
       candidate.algbwGBps = p.timeUs > 0 ? static_cast<double>(report.bytes) / (p.timeUs * 1e3) : 0;
       candidate.busbwGBps = candidate.algbwGBps * model::busbwFactor(options.collective, n);
       if (report.bound && report.bound->rate.units > 0) {

@@ -32,6 +32,8 @@ struct TopoPlanOptions {
   int root = 0;
   int nranks = -1;  ///< --nranks when given; must then equal the topology's rank count.
   int fifoDepth = static_cast<int>(common::defaultInteger(common::Param::kFifoDepth));
+  /// --compress RATIO[:GBPS]: network links compress (model::SimOptions); empty: they do not.
+  std::string compress;
   bool json = false;
   std::string dotFile;  ///< --dot FILE.
   std::string svgFile;  ///< --svg FILE.
@@ -59,6 +61,8 @@ struct Candidate {
   bool simulated = false;
   std::string problem;  ///< Why it could not be built or simulated, when !simulated.
   double timeUs = 0;
+  /// With --compress: the time predicted without compression, for the gain.
+  double uncompressedUs = 0;
   double algbwGBps = 0;
   double busbwGBps = 0;
   std::optional<double> ratio;  ///< algbw / bound, when the collective has a bound.
@@ -91,6 +95,8 @@ struct TopoReport {
   std::vector<std::pair<std::string, std::string>> declined;  ///< (algorithm, why).
   std::string choiceReason;
   int fifoDepth = static_cast<int>(common::defaultInteger(common::Param::kFifoDepth));
+  double compressionRatio = 1.0;  ///< --compress, or 1.
+  double codecGBps = 0;
   int verifierTiles = 2;
   std::vector<Verdict> verdicts;
 };

@@ -71,9 +71,16 @@ void printText(const TopoReport& report) {
   } else {
     std::printf("# bound: none for this collective\n");
   }
-  std::printf("# choice: %s\n\n", report.choiceReason.c_str());
-  std::printf("  %-18s %12s %14s %14s %9s\n", "algorithm", "predicted", "algbw", "busbw",
-              "of bound");
+  std::printf("# choice: %s\n", report.choiceReason.c_str());
+  const bool compressed = report.compressionRatio > 1.0;
+  if (compressed) {
+    std::printf(
+        "# compression (--compress): messages over network links carry 1/%.3g of "
+        "their bytes; each end codes them at %.2f GB/s\n",
+        report.compressionRatio, report.codecGBps);
+  }
+  std::printf("\n  %-18s %12s %14s %14s %9s%s\n", "algorithm", "predicted", "algbw", "busbw",
+              "of bound", compressed ? "  uncompressed    gain" : "");
   for (const Candidate& c : report.candidates) {
     const char* mark = c.chosen ? "*" : " ";
     if (!c.simulated) {
@@ -81,8 +88,13 @@ void printText(const TopoReport& report) {
     } else {
       char ratio[16] = "-";
       if (c.ratio) std::snprintf(ratio, sizeof ratio, "%.1f%%", *c.ratio * 100);
-      std::printf("%s %-18s %12s %9.2f GB/s %9.2f GB/s %9s\n", mark, c.algorithm.c_str(),
+      std::printf("%s %-18s %12s %9.2f GB/s %9.2f GB/s %9s", mark, c.algorithm.c_str(),
                   formatTime(c.timeUs).c_str(), c.algbwGBps, c.busbwGBps, ratio);
+      if (compressed) {
+        std::printf("  %12s %6.2fx", formatTime(c.uncompressedUs).c_str(),
+                    c.timeUs > 0 ? c.uncompressedUs / c.timeUs : 0.0);
+      }
+      std::printf("\n");
     }
     for (const std::string& line : structureLines(c, t)) std::printf("      %s\n", line.c_str());
   }
@@ -163,6 +175,7 @@ ordered_json toJson(const TopoReport& report) {
     jc["simulated"] = c.simulated;
     if (c.simulated) {
       jc["predicted_us"] = c.timeUs;
+      if (report.compressionRatio > 1.0) jc["uncompressed_us"] = c.uncompressedUs;
       jc["algbw_gbps"] = c.algbwGBps;
       jc["busbw_gbps"] = c.busbwGBps;
       jc["ratio"] = c.ratio ? ordered_json(*c.ratio) : ordered_json(nullptr);

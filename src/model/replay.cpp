@@ -90,6 +90,17 @@ void Replay::addPlan(const plan::Plan& plan) {
       } else if (step.op == OpKind::kCopy && !(step.src == step.dst)) {
         info.workUsPerElement = elementBytes_ / (options_.copyGBps * kBytesPerUsPerGBps);
       }
+      if (options_.codecGBps > 0) {
+        // Encoding what leaves compressed (a block passed on is sent as it came) and
+        // decoding what arrives compressed, on this rank's time.
+        const double codecUs = elementBytes_ / (options_.codecGBps * kBytesPerUsPerGBps);
+        const bool received = info.recv >= 0 && connections_[info.recv].compressed;
+        if (received) info.workUsPerElement += codecUs;
+        if (info.send >= 0 && connections_[info.send].compressed &&
+            !(received && step.op == OpKind::kRecvCopySend)) {
+          info.workUsPerElement += codecUs;
+        }
+      }
       if (step.after.channel >= 0 &&
           (static_cast<size_t>(step.after.channel) >= plan.channels.size() || step.after.step < 0 ||
            static_cast<size_t>(step.after.step) >=
@@ -139,6 +150,12 @@ int Replay::connection(int from, int to, const plan::Step& step, const Where& wh
   conn.from = from;
   conn.to = to;
   conn.path = path(from, to, where);
+  if (options_.compressionRatio > 1.0) {
+    for (int arc : conn.path.arcs) {
+      conn.compressed =
+          conn.compressed || topology_.arcs[static_cast<size_t>(arc)].kind == topo::LinkKind::kNet;
+    }
+  }
   conn.flow = addFlow(conn.path.arcs, {false, static_cast<int>(connections_.size())});
   connections_.push_back(std::move(conn));
   const int k = static_cast<int>(connections_.size()) - 1;

@@ -34,6 +34,7 @@ struct Connection {
   int to = 0;
   int flow = 0;
   Path path;
+  bool compressed = false;       // Crosses a network arc with compression on (SimOptions).
   uint64_t acquired = 0;         // Slots taken by sending steps that started.
   uint64_t released = 0;         // Slots freed by receiving steps that completed.
   std::deque<size_t> wire;       // Messages waiting or (head) being transmitted.
@@ -144,6 +145,8 @@ class Replay {
   size_t tileBytes(const StepInfo& info, const ChannelState& ch) const;
 
   // A flow's last byte left at `time`.
+  // The bytes a message of `bytes` takes on the wire of `conn` (fewer when it compresses).
+  double onWire(const Connection& conn, size_t bytes) const;
   void finished(int flow, double time);
 
   void handle(const Event& event);

@@ -49,7 +49,12 @@ void Replay::finished(int flow, double time) {
   events_.push({time + conn.path.latencyUs, sequence_++, EventKind::kDelivery, owner.index,
                 conn.wire.front()});
   conn.wire.pop_front();
-  if (!conn.wire.empty()) wire_.start(conn.flow, static_cast<double>(conn.wire.front()));
+  if (!conn.wire.empty()) wire_.start(conn.flow, onWire(conn, conn.wire.front()));
+}
+
+double Replay::onWire(const Connection& conn, size_t bytes) const {
+  const auto raw = static_cast<double>(bytes);
+  return conn.compressed ? raw / options_.compressionRatio : raw;
 }
 
 void Replay::handle(const Event& event) {
@@ -159,13 +164,11 @@ void Replay::complete(int c) {
     wakeAll(in.waiters);
   }
   if (info.send >= 0) {
-    const size_t bytes = tileBytes(info, ch);
     Connection& out = connections_[info.send];
+    const size_t bytes = tileBytes(info, ch);
     out.wire.push_back(bytes);
-    for (int arc : out.path.arcs) {
-      arcBytes_[static_cast<size_t>(arc)] += static_cast<double>(bytes);
-    }
-    if (out.wire.size() == 1) wire_.start(out.flow, static_cast<double>(bytes));
+    for (int arc : out.path.arcs) arcBytes_[static_cast<size_t>(arc)] += onWire(out, bytes);
+    if (out.wire.size() == 1) wire_.start(out.flow, onWire(out, bytes));
   }
   moveCursor(c);
   wake(c);

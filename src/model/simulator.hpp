@@ -34,6 +34,13 @@ struct SimOptions {
   double reduceGBps = 20.0;     ///< Local reduction throughput, GB/s of output.
   double copyGBps = 20.0;       ///< Local copy throughput.
   double stepOverheadUs = 0.5;  ///< Fixed cost of starting one step on one tile.
+  /// Compressed network links (GROVE_COMPRESS, docs/compression.md): a message whose route
+  /// crosses a network arc (LinkKind::kNet) carries bytes / compressionRatio on the wire, and
+  /// the step that sends it (unless it passes on a compressed message it received, as the
+  /// executor does) and the one that receives it each spend bytes / codecGBps of their rank's
+  /// time encoding and decoding. A ratio of 1 models no compression; codecGBps 0, a free codec.
+  double compressionRatio = 1.0;
+  double codecGBps = 0;
 };
 
 struct Prediction {
