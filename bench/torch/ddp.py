@@ -41,16 +41,29 @@ What is measured
   time(first backend) = images/s(first) / images/s(other), as in allreduce.py; with the
   default `--backends grove gloo` it is gloo/grove, above 1 where grove trains faster.
 
+  Across hosts (--hosts2): two network namespaces joined by a veth pair (jobs.Namespaces),
+  N/2 ranks in each, optionally shaped (--shape 1gbit; grove's ranks get the rate as
+  GROVE_NIC_SPEED, so GROVE_COMPRESS=auto compresses their TCP links). --backends grove
+  grove:off compares grove with its compression on and off; every grove job runs with
+  GROVE_DEBUG=INFO and the table's ratio column is the raw / compressed bytes of the real
+  gradients its links carried (the ranks' closing summaries). --grad-dtype bfloat16 sends
+  the buckets as bfloat16 (torch's bf16_compress_hook), float32 (default) as they are.
+
 Usage (from the repository root, with the venv's python; see bench/torch/README.md)
   build/venv/bin/python bench/torch/ddp.py                                  # both models, 2 and 4 ranks
   build/venv/bin/python bench/torch/ddp.py --models resnet18 --ranks 2 --rounds 2
+  sudo build/venv/bin/python bench/torch/ddp.py --hosts2 --shape 1gbit --models resnet18 \
+      --ranks 2 --backends grove grove:off gloo --grad-dtype bfloat16
 
 Outputs under --out (default bench/torch/results/): ddp.txt, ddp.csv, ddp.json.
 """
 import argparse
+import contextlib
 import csv
+import itertools
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -67,16 +80,30 @@ from jobs import median_or_none as med
 class CommTimer:
     """DDP comm hook state: allreduce of the bucket, timed from the call to completion."""
 
-    def __init__(self, world):
+    def __init__(self, world, bf16):
         self.world = world
+        self.bf16 = bf16
         self.intervals = []
         self.buckets = 0
 
     @staticmethod
     def hook(state, bucket):
+        import torch
         import torch.distributed as dist
         start = time.perf_counter()
-        future = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
+        buffer = bucket.buffer()
+        if state.bf16:
+            # torch's bf16_compress_hook: the bucket travels as bfloat16, then is cast back.
+            wire = buffer.to(torch.bfloat16)
+            future = dist.all_reduce(wire, async_op=True).get_future()
+
+            def done_bf16(fut):
+                state.intervals.append((start, time.perf_counter()))
+                buffer.copy_(fut.value()[0].div_(state.world))
+                return buffer
+
+            return future.then(done_bf16)
+        future = dist.all_reduce(buffer, async_op=True).get_future()
 
         def done(fut):
             state.intervals.append((start, time.perf_counter()))
@@ -110,7 +137,7 @@ def worker(args):
     torch.manual_seed(0)
     model = getattr(torchvision.models, args.model)(weights=None)
     ddp = DDP(model)
-    timer = CommTimer(world)
+    timer = CommTimer(world, args.grad_dtype == "bfloat16")
     ddp.register_comm_hook(timer, CommTimer.hook)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -194,21 +221,55 @@ def worker(args):
 # ----------------------------------------------------------------------------------------
 # driver
 # ----------------------------------------------------------------------------------------
-def run_job(args, model, backend, world, logdir, label):
-    """Runs one torchrun job; returns (result dict with the job's summary line | None, error)."""
+# GROVE_DEBUG=INFO's summary of a rank's compressed links (src/core/link_compression.cpp).
+CODEC_STATS = re.compile(r"GROVE INFO compression: (\d+) messages sent compressed "
+                         r"\((\d+) -> (\d+) bytes")
+
+
+def run_job(args, model, spec, world, port, netns, logdir, label):
+    """Runs one torchrun job (two with --hosts2, one per namespace); returns (result dict with
+    the job's summary line and, for grove, the bytes its links compressed | None, error)."""
+    backend, extra = jobs.backend_env(spec)
     result = os.path.join(logdir, f"{label}.json")
-    cmd = jobs.TORCHRUN + [
-        "--standalone", "--nproc-per-node", str(world), os.path.abspath(__file__), "--worker",
-        "--backend", backend, "--model", model, "--batch", str(args.batch),
-        "--image", str(args.image), "--warmup", str(args.warmup), "--steps", str(args.steps),
-        "--nosync-steps", str(args.nosync_steps), "--threads", str(args.threads),
-        "--op-timeout", str(args.op_timeout), "--result", result]
-    logpath = os.path.join(logdir, f"{label}.log")
-    data, error = jobs.run_job([(cmd, jobs.child_env(None), logpath)], result, args.job_timeout)
+    worker = [os.path.abspath(__file__), "--worker",
+              "--backend", backend, "--model", model, "--batch", str(args.batch),
+              "--image", str(args.image), "--warmup", str(args.warmup), "--steps", str(args.steps),
+              "--nosync-steps", str(args.nosync_steps), "--threads", str(args.threads),
+              "--grad-dtype", args.grad_dtype, "--op-timeout", str(args.op_timeout),
+              "--result", result]
+    if backend == "grove":
+        extra = dict(extra, GROVE_DEBUG="INFO")
+    if netns is None:
+        commands = [(jobs.TORCHRUN + ["--standalone", "--nproc-per-node", str(world)] + worker,
+                     jobs.child_env(None, extra), os.path.join(logdir, f"{label}.log"))]
+    else:
+        if world % 2:
+            return None, f"--hosts2 needs an even number of ranks, not {world}"
+        secret = os.urandom(16).hex()
+        commands = []
+        for node in (1, 0):
+            iface = netns.ifaces[node]
+            argv = ["ip", "netns", "exec", netns.names[node]] + jobs.TORCHRUN + [
+                "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", str(world // 2),
+                "--master-addr", netns.addrs[0], "--master-port", str(port)] + worker
+            env = jobs.child_env(None, dict(extra, GROVE_SOCKET_IFNAME=iface,
+                                            GLOO_SOCKET_IFNAME=iface, GROVE_SECRET=secret,
+                                            GROVE_NIC_SPEED=str(jobs.nic_speed_mbps(args.shape))))
+            commands.append((argv, env, os.path.join(logdir, f"{label}.node{node}.log")))
+    data, error = jobs.run_job(commands, result, args.job_timeout)
     if error:
         return None, error
-    with open(logpath, errors="replace") as f:
-        data["line"] = next((l.strip() for l in f if l.startswith(f"[{backend} ")), "")
+    raw = frames = 0
+    for _, _, logpath in commands:
+        with open(logpath, errors="replace") as f:
+            for line in f:
+                if line.startswith(f"[{backend} "):
+                    data["line"] = line.strip()
+                if m := CODEC_STATS.search(line):
+                    raw += int(m.group(2))
+                    frames += int(m.group(3))
+    data.setdefault("line", "")
+    data["wire_ratio"] = raw / frames if frames else None
     return data, None
 
 
@@ -216,12 +277,21 @@ def driver(args):
     os.makedirs(args.out, exist_ok=True)
     logdir = tempfile.mkdtemp(prefix="grove-torch-ddp-")
     raw, rows, failures = {}, [], []
-    with jobs.sigterm_exits():
+    netns = None
+    ports = itertools.count(29601 + os.getpid() % 1000)  # a fresh master port per job
+    with jobs.sigterm_exits(), contextlib.ExitStack() as cleanup:
+        if args.hosts2:
+            netns = jobs.Namespaces(args.shape)
+            netns.open()
+            cleanup.callback(netns.close)
+            print(f"# two emulated hosts: namespaces {netns.names}, addresses {netns.addrs}, "
+                  f"shaping: {args.shape or 'none'}", flush=True)
         for model in args.models:
             for world in args.ranks:
                 runs = jobs.run_rounds(
                     args, world, f"ddp_{model}", failures=failures, what=f"{model}, ",
-                    job=lambda label, backend: run_job(args, model, backend, world, logdir, label),
+                    job=lambda label, backend: run_job(args, model, backend, world, next(ports),
+                                                       netns, logdir, label),
                     show=lambda data: "#   " + data["line"])
                 raw[f"{model}/{world}"] = runs
                 row = {"model": model, "ranks": world}
@@ -236,6 +306,8 @@ def driver(args):
                         "step_ms": med([statistics.median(j["step_ms_rank0"]) for j in done]),
                         "in_sync": all(j["replicas_identical"] for j in done),
                         "rounds_images_per_s": [j["images_per_s"] for j in done],
+                        "wire_ratio": med([j["wire_ratio"] for j in done
+                                           if j.get("wire_ratio") is not None]),
                     }
                 rows.append(row)
 
@@ -244,10 +316,14 @@ def driver(args):
         [f"{b + ' step ms':>13}" for b in args.backends] + \
         [f"{b + ' comm%':>11}" for b in args.backends] + \
         [f"{b + ' exposed%':>14}" for b in args.backends] + \
+        [f"{b + ' ratio':>11}" for b in args.backends] + \
         [f"{o + '/' + ref + ' t':>12}" for o in others]
-    lines = [f"# DDP training, batch {args.batch} per rank, {args.image}x{args.image}, "
+    where = "1 host" if not args.hosts2 else \
+        "2 emulated hosts" + (f" at {args.shape}" if args.shape else "")
+    lines = [f"# DDP training on {where}, gradients {args.grad_dtype} on the wire, batch "
+             f"{args.batch} per rank, {args.image}x{args.image}, "
              f"{args.warmup} warmup + {args.steps} timed steps, medians over {args.rounds} "
-             f"interleaved rounds",
+             f"interleaved rounds; ratio = raw / compressed bytes of grove's compressed links",
              "# comm% = union of allreduce-in-flight intervals (comm hook) / step time; "
              f"exposed% = 1 - no_sync step / step; ratio (X/{ref} t) = time(X)/time({ref}) "
              f"= images/s({ref})/images/s(X)", "  ".join(head)]
@@ -259,6 +335,7 @@ def driver(args):
                   for b in args.backends]
         cells += [f"{fmt(None if row[b]['exposed_share'] is None else row[b]['exposed_share'] * 100, '.1f'):>14}"
                   for b in args.backends]
+        cells += [f"{fmt(row[b]['wire_ratio'], '.3f'):>11}" for b in args.backends]
         for o in others:
             a, b = row[ref]["images_per_s"], row[o]["images_per_s"]
             cells.append(f"{fmt(a / b if a and b else None, '.2f'):>12}")
@@ -300,11 +377,22 @@ def main():
                              "(0: skip)")
     parser.add_argument("--threads", type=int, default=0,
                         help="torch threads per rank (0: cores // ranks per host, at least 1)")
+    parser.add_argument("--grad-dtype", choices=["float32", "bfloat16"], default="float32",
+                        help="bfloat16: the comm hook casts each bucket to bfloat16 for the "
+                             "allreduce (torch's bf16_compress_hook)")
+    parser.add_argument("--hosts2", action="store_true",
+                        help="two emulated hosts (network namespaces, jobs.Namespaces), N/2 "
+                             "ranks each; needs root")
+    parser.add_argument("--shape", default=None,
+                        help="with --hosts2: tc tbf rate on each link, e.g. 1gbit (grove's "
+                             "ranks get it as GROVE_NIC_SPEED)")
     parser.add_argument("--out", default=jobs.RESULTS)
     parser.add_argument("--job-timeout", type=float, default=1800)
     parser.add_argument("--op-timeout", type=float, default=600)
     jobs.add_worker_options(parser, "--model")  # internal: one rank of a job
     args = parser.parse_args()
+    if args.shape and not args.hosts2:
+        parser.error("--shape needs --hosts2")
     if args.worker:
         worker(args)
         return 0

@@ -168,7 +168,33 @@ def add_round_options(parser, rounds):
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--backends", nargs="+", default=["grove", "gloo"],
-                        help="the first is the reference of the ratio column")
+                        help="the first is the reference of the ratio column; grove:off and "
+                             "grove:on are grove with GROVE_COMPRESS=off or on (backend_env)")
+
+
+COMPRESS_VARIANTS = ("auto", "on", "off")
+
+
+def backend_env(spec):
+    """A --backends entry as (torch backend name, extra environment): "grove:off" is the grove
+    backend with GROVE_COMPRESS=off (likewise :on, :auto); a plain name has no extras."""
+    name, _, variant = spec.partition(":")
+    if not variant:
+        return name, {}
+    if name != "grove" or variant not in COMPRESS_VARIANTS:
+        raise SystemExit(f"--backends {spec}: expected a backend, or grove:auto|on|off")
+    return name, {"GROVE_COMPRESS": variant}
+
+
+def nic_speed_mbps(shape):
+    """The GROVE_NIC_SPEED of a tc rate like "1gbit" or "100mbit" (0: not shaped)."""
+    if not shape:
+        return 0
+    units = {"gbit": 1000, "mbit": 1}
+    for suffix, scale in units.items():
+        if shape.endswith(suffix):
+            return int(float(shape[:-len(suffix)]) * scale)
+    raise SystemExit(f"--shape {shape}: expected a rate in gbit or mbit, e.g. 1gbit")
 
 
 def add_worker_options(parser, *names):
