@@ -169,25 +169,10 @@ def worker_argv(args, backend, result):
 def run_job(args, backend, world, port, netns, logdir, label):
     """Runs one torchrun job (or two, one per namespace); returns (result dict | None, error)."""
     result = os.path.join(logdir, f"{label}.json")
-    if netns is None:
-        argv = jobs.TORCHRUN + ["--standalone", "--nproc-per-node", str(world)] + \
-            worker_argv(args, backend, result)
-        commands = [(argv, jobs.child_env("1"), os.path.join(logdir, f"{label}.log"))]
-    else:
-        if world % 2:
-            return None, f"--hosts2 needs an even number of ranks, not {world}"
-        secret = os.urandom(16).hex()
-        commands = []
-        for node in (1, 0):
-            iface = netns.ifaces[node]
-            argv = ["ip", "netns", "exec", netns.names[node]] + jobs.TORCHRUN + [
-                "--nnodes", "2", "--node-rank", str(node),
-                "--nproc-per-node", str(world // 2),
-                "--master-addr", netns.addrs[0], "--master-port", str(port)] + \
-                worker_argv(args, backend, result)
-            env = jobs.child_env("1", {"GROVE_SOCKET_IFNAME": iface, "GLOO_SOCKET_IFNAME": iface,
-                                       "GROVE_SECRET": secret})
-            commands.append((argv, env, os.path.join(logdir, f"{label}.node{node}.log")))
+    commands, error = jobs.job_commands(worker_argv(args, backend, result), world, "1", None,
+                                        netns, port, logdir, label)
+    if error:
+        return None, error
     return jobs.run_job(commands, result, args.job_timeout)
 
 

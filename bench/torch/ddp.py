@@ -239,23 +239,10 @@ def run_job(args, model, spec, world, port, netns, logdir, label):
               "--result", result]
     if backend == "grove":
         extra = dict(extra, GROVE_DEBUG="INFO")
-    if netns is None:
-        commands = [(jobs.TORCHRUN + ["--standalone", "--nproc-per-node", str(world)] + worker,
-                     jobs.child_env(None, extra), os.path.join(logdir, f"{label}.log"))]
-    else:
-        if world % 2:
-            return None, f"--hosts2 needs an even number of ranks, not {world}"
-        secret = os.urandom(16).hex()
-        commands = []
-        for node in (1, 0):
-            iface = netns.ifaces[node]
-            argv = ["ip", "netns", "exec", netns.names[node]] + jobs.TORCHRUN + [
-                "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", str(world // 2),
-                "--master-addr", netns.addrs[0], "--master-port", str(port)] + worker
-            env = jobs.child_env(None, dict(extra, GROVE_SOCKET_IFNAME=iface,
-                                            GLOO_SOCKET_IFNAME=iface, GROVE_SECRET=secret,
-                                            GROVE_NIC_SPEED=str(jobs.nic_speed_mbps(args.shape))))
-            commands.append((argv, env, os.path.join(logdir, f"{label}.node{node}.log")))
+    commands, error = jobs.job_commands(worker, world, None, extra, netns, port, logdir, label,
+                                        announce_rate=True)
+    if error:
+        return None, error
     data, error = jobs.run_job(commands, result, args.job_timeout)
     if error:
         return None, error

@@ -238,6 +238,35 @@ def write_result(path, data):
     os.replace(path + ".tmp", path)
 
 
+def job_commands(worker, world, omp_threads, extra, netns, port, logdir, label,
+                 announce_rate=False):
+    """The torchrun commands of one job running `worker` (argv) on `world` ranks: one
+    torchrun --standalone, or with `netns` (Namespaces) one torchrun per namespace, world/2
+    ranks each, meeting at the first namespace's address on `port`, each rank bound to its
+    namespace's interface, with a fresh GROVE_SECRET and (announce_rate) the link's rate as
+    GROVE_NIC_SPEED, which lets GROVE_COMPRESS=auto compress (allreduce.py leaves it out: its
+    zero-filled tensors would compress to nothing). Returns ([(argv, env, log path)], None) or (None, why not)."""
+    if netns is None:
+        return [(TORCHRUN + ["--standalone", "--nproc-per-node", str(world)] + worker,
+                 child_env(omp_threads, extra), os.path.join(logdir, f"{label}.log"))], None
+    if world % 2:
+        return None, f"--hosts2 needs an even number of ranks, not {world}"
+    secret = os.urandom(16).hex()
+    commands = []
+    for node in (1, 0):
+        iface = netns.ifaces[node]
+        argv = ["ip", "netns", "exec", netns.names[node]] + TORCHRUN + [
+            "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", str(world // 2),
+            "--master-addr", netns.addrs[0], "--master-port", str(port)] + worker
+        env = dict(extra or {}, GROVE_SOCKET_IFNAME=iface, GLOO_SOCKET_IFNAME=iface,
+                   GROVE_SECRET=secret)
+        if announce_rate:
+            env["GROVE_NIC_SPEED"] = str(nic_speed_mbps(netns.shape))
+        env = child_env(omp_threads, env)
+        commands.append((argv, env, os.path.join(logdir, f"{label}.node{node}.log")))
+    return commands, None
+
+
 # ----------------------------------------------------------------------------------------
 # two emulated hosts (allreduce.py --hosts2)
 # ----------------------------------------------------------------------------------------
