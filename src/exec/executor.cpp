@@ -174,10 +174,10 @@ Execution::StepResult Execution::fire(const BoundStep& bound, uint64_t tile) {
   const size_t frameBytes = inBytes;
   if (inCompressed) {
     // Decoded where the step wants the values: a plain receive into its destination, a
-    // reducing one into staging that then stands for the incoming message.
+    // reducing one into staging that then stands for the incoming message. (A rank without
+    // a codec has no network peer, and only network peers compress.)
     const bool intoDst = step.op == OpKind::kRecv || step.op == OpKind::kRecvCopySend;
-    void* target = intoDst ? static_cast<void*>(dst) : nullptr;
-    if (codec != nullptr && !intoDst) target = codec->decodedStaging();
+    void* target = codec == nullptr ? nullptr : intoDst ? dst : codec->decodedStaging();
     Status decoded = codec == nullptr
                          ? Status::failure(ErrorCode::kSystemError, "this rank has no codec")
                          : codec->decode(in, inBytes, target, elements, type);

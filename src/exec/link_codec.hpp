@@ -77,7 +77,6 @@ class LinkCodec {
   }
   void countForwarded() { ++stats_.messagesForwarded; }
   const LinkCodecStats& stats() const { return stats_; }
-  const std::vector<uint8_t>& compressTo() const { return compressTo_; }
 
  private:
   struct PeerState {

@@ -144,9 +144,9 @@ class Replay {
   /// Bytes step `info` moves on the channel's current tile: none for signal and wait.
   size_t tileBytes(const StepInfo& info, const ChannelState& ch) const;
 
-  // A flow's last byte left at `time`.
   // The bytes a message of `bytes` takes on the wire of `conn` (fewer when it compresses).
   double onWire(const Connection& conn, size_t bytes) const;
+  // A flow's last byte left at `time`.
   void finished(int flow, double time);
 
   void handle(const Event& event);
