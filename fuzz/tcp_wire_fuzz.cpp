@@ -34,6 +34,7 @@ void fuzzFrames(uint8_t settings, const uint8_t* data, size_t size) {
   rules.streams = 1 + ((settings >> 1) & 7);
   rules.stream = (settings >> 4) % rules.streams;
   rules.slotBytes = uint64_t{4096} << ((settings >> 6) & 3);
+  rules.rails = 1 + ((settings >> 2) & 3);
   size_t at = 0;
   while (size - at >= FrameHeader::kBytes) {
     FrameHeader header = FrameHeader::decode(data + at);
@@ -51,12 +52,18 @@ void fuzzFrames(uint8_t settings, const uint8_t* data, size_t size) {
       case FrameKind::kData: {
         require(rules.acceptsData && header.bytes <= rules.slotBytes);
         require(header.lane % rules.streams == rules.stream);
-        size_t payload = static_cast<size_t>(header.bytes);
+        require(header.railTotal() <= header.bytes && header.reserved == 0);
+        for (int rail = rules.rails; rail < grove::transport::tcp::kMaxRails; ++rail) {
+          require(header.railBytes[rail - 1] == 0);
+        }
+        // The rails' pieces come on their own sockets; the primary carries the rest.
+        size_t payload = static_cast<size_t>(header.bytes - header.railTotal());
         if (payload > size - at) return;  // Truncated: the peer's EOF breaks it.
         at += payload;
         break;
       }
       case FrameKind::kAbort: {  // The notice: origin and cause, decoded and checked.
+        require(header.railTotal() == 0);
         size_t payload = static_cast<size_t>(header.bytes);
         require(payload >= grove::transport::tcp::kAbortNoticeMinBytes &&
                 payload <= grove::transport::tcp::kAbortNoticeMaxBytes);
@@ -91,11 +98,11 @@ void fuzzHello(const uint8_t* data, size_t size) {
   unsigned char again[Hello::kBytes];
   hello.encode(again);
   require(std::memcmp(again, bytes, Hello::kBytes) == 0);
-  HelloPolicy policy{1, {0, 2, 5}, 2, 262144};
+  HelloPolicy policy{1, {0, 2, 5}, 2, 262144, 2};
   HelloStatus status = checkHello(hello, policy);
   if (status == HelloStatus::kAccepted) {
     require(hello.version == kWireVersion && hello.dst == 1 && hello.stream < 2 &&
-            hello.slotBytes == 262144);
+            hello.slotBytes == 262144 && hello.rail < 2 && hello.reserved == 0);
     require(hello.src == 0 || hello.src == 2 || hello.src == 5);
   }
   unsigned char ackBytes[HelloAck::kBytes] = {};

@@ -8,28 +8,40 @@
 # and ratios (bench/hosts/summary.py). Needs root.
 #
 #   grove    one process per rank, started in its host's namespace with the variables a
-#            launcher sets; shared memory inside a host, TCP across (chosen by grove itself)
+#            launcher sets; shared memory inside a host, TCP across (chosen by grove itself);
+#            on two-link cases GROVE_SOCKET_IFNAME=eth0,eth1: each TCP connection stripes its
+#            large frames over one socket per interface
 #   openmpi  mpirun.openmpi in host 0's namespace, remote ranks started through
 #            netns_agent.sh (--mca plm_rsh_agent); btl self,vader,tcp: shared memory inside a
-#            host, TCP across; --bind-to none (the emulated hosts share the machine's cores)
+#            host, TCP across; --bind-to none (the emulated hosts share the machine's cores);
+#            on two-link cases --mca btl_tcp_if_include eth0,eth1 (its TCP BTL stripes a
+#            message over all of a peer's interfaces itself), the out-of-band channel on eth0
 #   gloo     bench/peers/gloo_perf per rank in its namespace, FileStore rendezvous, TCP
-#            everywhere (Gloo has no shared-memory transport)
+#            everywhere (Gloo has no shared-memory transport); always on eth0, two-link cases
+#            included: its TCP transport binds one address per rank (GLOO_SOCKET_ADDR), so it
+#            cannot use a second link
 #
 # Usage: bench/hosts/run.sh [--full]
 #   default  2 hosts x 1 process, links unshaped and 1gbit, allreduce, 8 B .. 64 MiB, 3 rounds
 #   --full   the whole matrix: 2 and 4 hosts, 1 and 2 processes per host, links unshaped,
 #            10gbit, 1gbit and mixed (host 0 at 1gbit, the others 10gbit), allreduce,
 #            allgather, reducescatter and broadcast, 8 B .. 256 MiB (hours on 2 cores)
+#   two links per host, in neither default (name them in LINKS, e.g. LINKS="1gbit 2x1gbit"):
+#            2x1gbit     eth0 and eth1 per host (NETNS_LINKS=2), each shaped to 1 Gbit/s
+#            2xunshaped  eth0 and eth1 per host, unshaped
+#            (NxRATE in general: N = 1..4 links per host, each shaped to RATE; not Nxmixed)
 # Environment (each overrides the choice above): HOSTS ("2 4"), PPN ("1 2"), LINKS ("unshaped
-# 1gbit 10gbit mixed"), COLLECTIVES, BEGIN (8), END (64M), FACTOR (8), ROUNDS (3), ITERS (20),
-# WARMUP (5), LIBS ("grove openmpi gloo"; "ring" adds grove forced to a ring, "plain" grove
+# 1gbit 10gbit mixed", or others: 2x1gbit, 2xunshaped, a tc rate), COLLECTIVES, BEGIN (8),
+# END (64M), FACTOR (8), ROUNDS (3), ITERS (20), WARMUP (5), LIBS ("grove openmpi gloo"; "ring" adds grove forced to a ring, "plain" grove
 # with GROVE_COMPRESS=off), DATATYPE (grove's: float; the peers always send float32), FILL
 # (what grove's timed calls send: gaussian, random or pattern, grove perf --fill), GROVE
 # (build/bin/grove), OUT (build/hosts/DATE). grove's ranks get GROVE_NIC_SPEED of their
-# host's shaped rate (nic_speed), so its topology knows the slow host of the mixed case and
-# GROVE_COMPRESS=auto compresses the 1gbit links; its timed calls send Gaussian values (grove
-# perf --fill gaussian), which compress as gradients do, not the checks' small integers.
-# Output: OUT/raw/* (every run), OUT/streams.txt, OUT/summary.txt and the plots (summary.py).
+# host's shaped rate, all its links together (nic_speed: 2000 for 2x1gbit), so its topology
+# knows the slow host of the mixed case and GROVE_COMPRESS=auto compresses the 1gbit links;
+# its timed calls send Gaussian values (grove perf --fill gaussian), which compress as
+# gradients do, not the checks' small integers.
+# Output: OUT/raw/* (every run), OUT/streams.txt (link 0's single-stream rate per case, and
+# on two-link cases link 1's measured alone), OUT/summary.txt and the plots (summary.py).
 # The run_LIBRARY functions are called as "run_$lib".
 # shellcheck disable=SC2317
 set -u
@@ -83,30 +95,54 @@ finish_ranks() {
   return $status
 }
 
-# nic_speed HOST: the Mbit/s host HOST's link is shaped to in the current case ($link), as
-# its GROVE_NIC_SPEED: what an operator sets on a cluster whose NICs differ
-# (docs/topology.md); 0 (the default rate) when unshaped.
+# nic_speed HOST: the Mbit/s host HOST's links are shaped to in the current case ($link), all
+# of them together ($links of them: 2000 for 2x1gbit), as its GROVE_NIC_SPEED: what an
+# operator sets on a cluster whose NICs differ (docs/topology.md); 0 (the default rate) when
+# unshaped.
 nic_speed() {
-  case $link in
-    1gbit) echo 1000 ;;
-    10gbit) echo 10000 ;;
-    mixed) (($1 == 0)) && echo 1000 || echo 10000 ;;
-    *) echo 0 ;;
+  local one
+  case $link_rate in
+    1gbit) one=1000 ;;
+    10gbit) one=10000 ;;
+    mixed) if (($1 == 0)); then one=1000; else one=10000; fi ;;
+    *) one=0 ;;
   esac
+  echo $((one * links))
+}
+
+# link_case LINK: sets links (links per host: 2 for 2x..., else 1) and link_rate (the rate
+# of each: the name without its "2x", e.g. 1gbit, unshaped, mixed).
+link_case() {
+  if [[ $1 =~ ^([1-4])x(.+)$ ]]; then
+    links=${BASH_REMATCH[1]}
+    link_rate=${BASH_REMATCH[2]}
+  else
+    links=1
+    link_rate=$1
+  fi
+}
+
+# The host interfaces of the current case, comma-separated: eth0 or eth0,eth1.
+link_devs() {
+  local k devs=$NETNS_DEV
+  for ((k = 1; k < links; k++)); do devs+=",$(netns_dev "$k")"; done
+  echo "$devs"
 }
 
 # run_grove HOSTS PPN COLL OUTFILE: every rank a process in its host's namespace.
 run_grove() {
   local ppn=$2 coll=$3 file=$4 n=$(($1 * $2)) r pids=()
-  local job secret
+  local job secret ifname=()
   job=$(hex 8)
   secret=$(hex 16)
+  # One link: grove's automatic choice, as before; several: every one of them (rails).
+  ((links > 1)) && ifname=(GROVE_SOCKET_IFNAME="$(link_devs)")
   for ((r = 0; r < n; r++)); do
     GROVE_NIC_SPEED=$(nic_speed $((r / ppn))) GROVE_COMPRESS=${grove_compress:-auto} \
       GROVE_RANK=$r GROVE_WORLD_SIZE=$n GROVE_ROOT=$(netns_addr 0):29500 \
       GROVE_SECRET=$secret GROVE_JOB_ID=$job netns_spawn "$prefix" $((r / ppn)) \
-      "$file.$r" "$file.$r.err" timeout -k 5 1800 "$grove" perf "$coll" -t 1 "${perf_args[@]}" \
-      -d "$DATATYPE" --fill "$FILL"
+      "$file.$r" "$file.$r.err" env "${ifname[@]}" timeout -k 5 1800 "$grove" perf "$coll" \
+      -t 1 "${perf_args[@]}" -d "$DATATYPE" --fill "$FILL"
     pids+=("$NETNS_LAST_PID")
   done
   finish_ranks "$file" "$n" "${pids[@]}"
@@ -140,13 +176,13 @@ run_openmpi() {
     -H "$(IFS=,; echo "${list[*]}")" --mca plm_rsh_agent "$here/netns_agent.sh" \
     --mca plm_rsh_no_tree_spawn 1 --bind-to none \
     --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none \
-    --mca btl_tcp_if_include "$NETNS_DEV" --mca oob_tcp_if_include "$NETNS_DEV" \
+    --mca btl_tcp_if_include "$(link_devs)" --mca oob_tcp_if_include "$NETNS_DEV" \
     -x MALLOC_MMAP_MAX_ -x MALLOC_TRIM_THRESHOLD_ \
     "$peers/mpi_perf_openmpi" "$coll" "${perf_args[@]}" >"$file" 2>"$file.err" &&
     rm -f "$file.err"
 }
 
-# run_gloo HOSTS PPN COLL OUTFILE
+# run_gloo HOSTS PPN COLL OUTFILE: on eth0 (link 0) in every case, see the file comment.
 run_gloo() {
   local ppn=$2 coll=$3 file=$4 n=$(($1 * $2)) r pids=() status=0 store
   store=$(mktemp -d "$stores/gloo.XXXXXX")
@@ -162,14 +198,23 @@ run_gloo() {
   return $status
 }
 
-# The link's single-stream rate, host 0 -> host 1 (3 runs of 512 MiB; the best counts).
+# The link's single-stream rate, host 0 -> host 1 (3 runs of 512 MiB; the best counts):
+# "LABEL GBITS" for link 0 (eth0) and, on a case with more links, "LABEL_eth<k> GBITS" for
+# link k measured alone (one stream to host 1's address on that link, nothing else running).
 measure_stream() {
-  local label=$1 run best=0 result
+  local label=$1 k
+  measure_stream_link "$label" 0
+  for ((k = 1; k < links; k++)); do measure_stream_link "${label}_$(netns_dev "$k")" "$k"; done
+}
+
+measure_stream_link() {
+  local label=$1 addr run best=0 result
+  addr=$(netns_addr 1 "$2")
   for run in 1 2 3; do
     netns_spawn "$prefix" 1 "$stores/stream.$run" /dev/null \
-      python3 "$here/stream.py" recv "$(netns_addr 1)" 5201
+      python3 "$here/stream.py" recv "$addr" 5201
     local receiver=$NETNS_LAST_PID
-    netns_run "$prefix" 0 python3 "$here/stream.py" send "$(netns_addr 1)" 5201 512
+    netns_run "$prefix" 0 python3 "$here/stream.py" send "$addr" 5201 512
     wait "$receiver"
     read -r _ _ result <"$stores/stream.$run"
     best=$(awk "BEGIN{print ($result > $best) ? $result : $best}")
@@ -177,12 +222,22 @@ measure_stream() {
   echo "$label $best" | tee -a "$out/streams.txt"
 }
 
+# Every link case known before the first is run.
+for link in $LINKS; do
+  link_case "$link"
+  if [[ $link_rate == mixed ]] && ((links > 1)); then
+    echo "bench/hosts: link case '$link': mixed has one link per host" >&2
+    exit 2
+  fi
+done
+
 status=0
 for hosts in $HOSTS; do
   for link in $LINKS; do
-    rate=$link
-    [[ $link == unshaped || $link == mixed ]] && rate=""
-    netns_up "$hosts" "$prefix" "$rate" || exit 1
+    link_case "$link"  # links, link_rate
+    rate=$link_rate
+    [[ $link_rate == unshaped || $link_rate == mixed ]] && rate=""
+    NETNS_LINKS=$links netns_up "$hosts" "$prefix" "$rate" || exit 1
     if [[ $link == mixed ]]; then
       # One slow host: host 0 at 1 Gbit/s, every other at 10 Gbit/s.
       netns_shape "$prefix" 0 1gbit

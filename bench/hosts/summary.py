@@ -2,11 +2,13 @@
 """bench/hosts/summary.py OUT — the tables and plots of a bench/hosts/run.sh run.
 
 Reads OUT/raw/HxP_LINK_COLL_LIB_rROUND.txt (each an nccl-tests table from grove perf or a
-peer driver, -a 3: the slowest rank's time) and OUT/streams.txt ("Nhosts_LINK GBITS": the
-link's best single-stream rate), and prints, per configuration, the per-size medians over the
-rounds, grove's ratio to each peer and to the best of them (> 1: grove better; times below
-64 KiB, bus bandwidths from there on, as bench/compare), and grove's busbw as a share of the
-single-stream rate. Writes OUT/busbw_HxP_LINK_COLL.svg per configuration with bench/compare's
+peer driver, -a 3: the slowest rank's time; LINK e.g. 1gbit, mixed, 2x1gbit) and
+OUT/streams.txt ("Nhosts_LINK GBITS": link 0's best single-stream rate; on cases with several
+links per host also "Nhosts_LINK_eth<k> GBITS": link k's, measured alone), and prints, per
+configuration, the per-size medians over the rounds, grove's ratio to each peer and to the
+best of them (> 1: grove better; times below 64 KiB, bus bandwidths from there on, as
+bench/compare), and grove's busbw as a share of the single-stream rate (with several links,
+of their rates summed: what a rank using all of them can reach). Writes OUT/busbw_HxP_LINK_COLL.svg per configuration with bench/compare's
 plotter (the table parser, bus factors and plots are that tool's, imported, not copied).
 """
 import importlib.machinery
@@ -62,7 +64,18 @@ def streams(out):
     return rates
 
 
-def table(key, by_lib, stream_gbits):
+def link_streams(rates, hosts, link):
+    """[(interface, gbits)] of the case's links: eth0 (label Nhosts_LINK), then eth1...."""
+    label = f"{hosts}hosts_{link}"
+    found = [("eth0", rates[label])] if label in rates else []
+    k = 1
+    while f"{label}_eth{k}" in rates:
+        found.append((f"eth{k}", rates[f"{label}_eth{k}"]))
+        k += 1
+    return found
+
+
+def table(key, by_lib, link_rates):
     hosts, ppn, link, coll = key
     ranks = hosts * ppn
     factor = compare.bus_factor(coll, ranks)
@@ -70,13 +83,18 @@ def table(key, by_lib, stream_gbits):
     peers = [lib for lib in PEERS if lib in by_lib]
     compared = peers + [lib for lib in REFERENCES if lib in by_lib]
     rounds = max(len(v) for runs in by_lib.values() for v in runs.values())
+    stream_gbits = sum(gbits for _, gbits in link_rates)
     stream = stream_gbits / 8 if stream_gbits else None
+    if len(link_rates) > 1:
+        measured = (", ".join(f"{dev} {gbits / 8:.3f} GB/s" for dev, gbits in link_rates)
+                    + f" (each alone; /stream: their sum, {stream:.3f} GB/s)")
+    else:
+        measured = f"{stream:.3f} GB/s" if stream else "not measured"
     # grove's element type (DATATYPE); the peers' drivers always send float32.
     dtype = os.environ.get("DATATYPE", "float")
     types = "float32" if dtype in ("float", "float32") else f"grove {dtype}, peers float32"
     lines = [f"## {hosts} hosts x {ppn} process(es), link {link}, {coll} {types}, out of place, "
-             f"median of {rounds} round(s); single stream "
-             + (f"{stream:.3f} GB/s" if stream else "not measured")]
+             f"median of {rounds} round(s); single stream {measured}"]
     head = f"{'size':>7} |" + "".join(f" {lib:>8} us {'GB/s':>7} |" for lib in libs)
     head += "".join(f" {'x' + lib[:5]:>7}" for lib in compared) + f" {'xbest':>7} {'/stream':>8}"
     lines += [head, "-" * len(head)]
@@ -117,7 +135,7 @@ def main():
     rates = streams(out)
     for key in sorted(samples):
         hosts, ppn, link, coll = key
-        text, series = table(key, samples[key], rates.get(f"{hosts}hosts_{link}"))
+        text, series = table(key, samples[key], link_streams(rates, hosts, link))
         print(text + "\n")
         compare.svg_plot(out / f"busbw_{hosts}x{ppn}_{link}_{coll}.svg",
                          f"{coll}, {hosts} hosts x {ppn}, link {link}",

@@ -6,14 +6,24 @@
 # "hosts" on one machine, and the multi-host paths (TCP transport, interface choice, rendezvous
 # on a non-loopback address, shm+tcp mixes) can be tested anywhere we are root, CI included.
 #
-# Topology made by `netns_up N PREFIX`:
+# Topology made by `netns_up N PREFIX` (NETNS_LINKS=L, default 1, 1..4: links per host):
 #
-#   PREFIXsw   switch namespace, bridge br0, ports p0..p(N-1)
-#   PREFIXh<i> host i: lo up and eth0 = 198.18.0.(i+1)/24, the other end of the veth p<i>
+#   PREFIXsw   switch namespace, bridges br0..br(L-1); br0's ports p0..p(N-1), br<k>'s
+#              (k >= 1) ports l<k>p0..l<k>p(N-1)
+#   PREFIXh<i> host i: lo up and eth0 = 198.18.0.(i+1)/24, the other end of the veth p<i>;
+#              with L > 1 also eth<k> = 198.18.<k>.(i+1)/24, the other end of l<k>p<i>
 #
-# The addresses come from 198.18.0.0/15 (reserved for network benchmarks) and exist only
-# inside these namespaces; nothing is routed anywhere else. Every namespace named PREFIX... is
-# ours, so use a prefix unique to the test (netns_prefix gives "gvn<pid>").
+#   PREFIXsw:       br0: p0   p1  ...          br1: l1p0  l1p1  ...    (br1.. with L > 1)
+#                        |    |                      |     |
+#   PREFIXh0:     eth0 --+    |             eth1 ----+     |
+#   PREFIXh1:     eth0 -------+             eth1 ----------+
+#
+# Each link is a subnet of its own (198.18.<k>.0/24 on bridge br<k>), so traffic to a peer's
+# eth<k> address leaves by this host's eth<k>: a rank given several interfaces (a "rail"
+# each) is reached over each separately. The addresses come from 198.18.0.0/15 (reserved for
+# network benchmarks) and exist only inside these namespaces; nothing is routed anywhere
+# else. Every namespace named PREFIX... is ours, so use a prefix unique to the test
+# (netns_prefix gives "gvn<pid>").
 #
 # Sourced (tests): `source netns.sh; netns_check || exit $NETNS_SKIP; netns_up 2 "$p"` then
 # `netns_spawn`/`netns_run`. The first netns_up installs traps: on exit, error or
@@ -23,14 +33,18 @@
 # Run as a command (by hand):
 #   netns.sh check                     exit 0 if namespaces can be made, else the reason, exit 77
 #   netns.sh up N PREFIX [RATE]        create N hosts (RATE: tc tbf shaping of each host link,
-#                                      e.g. 1gbit); they stay until `down` (undone on failure)
+#                                      e.g. 1gbit); they stay until `down` (undone on failure);
+#                                      NETNS_LINKS=2 netns.sh up N PREFIX [RATE] gives every
+#                                      host two links (eth0, eth1), each shaped to RATE
 #   netns.sh down PREFIX               kill what runs inside and delete PREFIXsw, PREFIXh*
 #   netns.sh run PREFIX HOST CMD...    run CMD inside host HOST (0-based)
-#   netns.sh addr HOST                 print host HOST's address
+#   netns.sh addr HOST [LINK]          print host HOST's address on link LINK (default 0: eth0)
 
 NETNS_SKIP=77                 # exit status of a test that cannot run here (ctest SKIP_RETURN_CODE)
-NETNS_SUBNET=198.18.0         # host i is $NETNS_SUBNET.(i+1)
-NETNS_DEV=eth0                # the host's interface inside each host namespace
+NETNS_SUBNET=198.18.0         # host i is $NETNS_SUBNET.(i+1) (link 0; link k is 198.18.k)
+NETNS_DEV=eth0                # the host's interface inside each host namespace (link 0)
+: "${NETNS_LINKS:=1}"         # links per host made by netns_up, 1..4 (eth0..eth3)
+NETNS_MAX_LINKS=4
 NETNS_REASON=""               # why netns_check failed
 NETNS_CREATED=()              # namespaces this shell created, deleted by netns_cleanup
 NETNS_PIDS=()                 # processes started by netns_spawn
@@ -41,8 +55,25 @@ netns__log() { echo "netns: $*" >&2; }
 # A prefix unique to this shell: gvn<pid>. netns_reap_stale recognises it.
 netns_prefix() { echo "gvn$$"; }
 
-netns_addr() { echo "$NETNS_SUBNET.$(($1 + 1))"; }
+# netns_addr HOST [LINK]: host HOST's address on link LINK (default 0).
+netns_addr() {
+  local link=${2:-0}
+  if ((link == 0)); then
+    echo "$NETNS_SUBNET.$(($1 + 1))"
+  else
+    echo "198.18.$link.$(($1 + 1))"
+  fi
+}
 netns_host() { echo "$1h$2"; }
+# netns_dev LINK: the host-side interface of link LINK (eth0, eth1, ...).
+netns_dev() {
+  if ((${1:-0} == 0)); then echo "$NETNS_DEV"; else echo "eth$1"; fi
+}
+# netns_port HOST LINK: the switch-side end of host HOST's link LINK (p<i>, l<k>p<i>: at most
+# 15 characters, the limit on interface names).
+netns_port() {
+  if ((${2:-0} == 0)); then echo "p$1"; else echo "l$2p$1"; fi
+}
 
 # Whether network namespaces can be created here; on failure NETNS_REASON says why.
 netns_check() {
@@ -177,26 +208,43 @@ netns_tc() {
   return 1
 }
 
-# Shapes both directions of host HOST's link with a token bucket (tc tbf) at RATE (tc syntax,
-# e.g. 1gbit, 500mbit). This kernel has tbf/htb but no netem: no delay or loss here.
+# Shapes both directions of every link of host HOST (eth0 and, where netns_up made them,
+# eth1..) with a token bucket (tc tbf) at RATE (tc syntax, e.g. 1gbit, 500mbit). This kernel
+# has tbf/htb but no netem: no delay or loss here.
 netns_shape() {
-  local prefix=$1 host=$2 rate=$3
-  netns_tc -n "$(netns_host "$prefix" "$host")" qdisc replace dev "$NETNS_DEV" root tbf \
-    rate "$rate" burst 128kb latency 10ms &&
-    netns_tc -n "${prefix}sw" qdisc replace dev "p$host" root tbf rate "$rate" burst 128kb \
-      latency 10ms
+  local prefix=$1 host=$2 rate=$3 ns k
+  ns=$(netns_host "$prefix" "$host")
+  netns__shape_link "$prefix" "$host" 0 "$rate" || return 1
+  for ((k = 1; k < NETNS_MAX_LINKS; k++)); do
+    ip -n "$ns" link show dev "$(netns_dev "$k")" >/dev/null 2>&1 || continue
+    netns__shape_link "$prefix" "$host" "$k" "$rate" || return 1
+  done
 }
 
-# Creates the switch and N hosts (see the file comment); RATE optionally shapes every link.
-# Returns non-zero (having deleted what it made) if any step fails.
+# netns__shape_link PREFIX HOST LINK RATE: both ends of one link.
+netns__shape_link() {
+  local prefix=$1 host=$2 link=$3 rate=$4
+  netns_tc -n "$(netns_host "$prefix" "$host")" qdisc replace dev "$(netns_dev "$link")" root \
+    tbf rate "$rate" burst 128kb latency 10ms &&
+    netns_tc -n "${prefix}sw" qdisc replace dev "$(netns_port "$host" "$link")" root tbf \
+      rate "$rate" burst 128kb latency 10ms
+}
+
+# Creates the switch and N hosts with NETNS_LINKS links each (see the file comment); RATE
+# optionally shapes every link. Returns non-zero (having deleted what it made) if any step
+# fails.
 netns_up() {
-  local n=$1 prefix=$2 rate=${3:-}
+  local n=$1 prefix=$2 rate=${3:-} links=${NETNS_LINKS:-1}
   if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 1 || n > 250)); then
     netns__log "up: N must be 1..250, got '$n'"
     return 1
   fi
   if ! [[ $prefix =~ ^[A-Za-z][A-Za-z0-9]{0,15}$ ]]; then
     netns__log "up: PREFIX must be a letter then up to 15 letters or digits, got '$prefix'"
+    return 1
+  fi
+  if ! [[ $links =~ ^[0-9]+$ ]] || ((links < 1 || links > NETNS_MAX_LINKS)); then
+    netns__log "up: NETNS_LINKS must be 1..$NETNS_MAX_LINKS, got '$links'"
     return 1
   fi
   if [[ -n $(netns_list "$prefix") ]]; then
@@ -208,8 +256,7 @@ netns_up() {
   if ! {
     netns__add "$sw" &&
       ip -n "$sw" link set lo up &&
-      ip -n "$sw" link add br0 type bridge &&
-      ip -n "$sw" link set br0 up
+      netns__bridges "$sw" "$links"
   }; then
     netns__log "up: cannot create the switch namespace $sw"
     netns_cleanup
@@ -220,11 +267,7 @@ netns_up() {
     if ! {
       netns__add "$host" &&
         ip -n "$host" link set lo up &&
-        ip -n "$host" link add "$NETNS_DEV" type veth peer name "p$i" netns "$sw" &&
-        ip -n "$sw" link set "p$i" master br0 &&
-        ip -n "$sw" link set "p$i" up &&
-        ip -n "$host" addr add "$(netns_addr "$i")/24" dev "$NETNS_DEV" &&
-        ip -n "$host" link set "$NETNS_DEV" up &&
+        netns__links "$prefix" "$i" "$links" &&
         { [[ -z $rate ]] || netns_shape "$prefix" "$i" "$rate"; }
     }; then
       netns__log "up: cannot create host $i ($host)"
@@ -233,6 +276,36 @@ netns_up() {
     fi
   done
   return 0
+}
+
+# netns__bridges SW L: bridges br0..br(L-1) in the switch namespace SW, up.
+netns__bridges() {
+  local k
+  for ((k = 0; k < $2; k++)); do
+    ip -n "$1" link add "br$k" type bridge && ip -n "$1" link set "br$k" up || return 1
+  done
+}
+
+# netns__links PREFIX HOST L: host HOST's links 0..L-1 (netns__link each).
+netns__links() {
+  local k
+  for ((k = 0; k < $3; k++)); do
+    netns__link "$1" "$2" "$k" || return 1
+  done
+}
+
+# netns__link PREFIX HOST LINK: host HOST's link LINK, a veth eth<LINK> whose other end is a
+# port of bridge br<LINK> in the switch, with the address netns_addr HOST LINK, up.
+netns__link() {
+  local prefix=$1 i=$2 k=$3 host sw="${1}sw" dev port
+  host=$(netns_host "$prefix" "$i")
+  dev=$(netns_dev "$k")
+  port=$(netns_port "$i" "$k")
+  ip -n "$host" link add "$dev" type veth peer name "$port" netns "$sw" &&
+    ip -n "$sw" link set "$port" master "br$k" &&
+    ip -n "$sw" link set "$port" up &&
+    ip -n "$host" addr add "$(netns_addr "$i" "$k")/24" dev "$dev" &&
+    ip -n "$host" link set "$dev" up
 }
 
 # Runs CMD inside host HOST of PREFIX, in the foreground.
@@ -327,6 +400,10 @@ netns__main() {
       NETNS_CREATED=()
       trap - EXIT
       echo "netns: hosts $(netns_list "$2" | grep -v 'sw$' | sort -V | xargs) at $NETNS_SUBNET.1..$1/24"
+      local k
+      for ((k = 1; k < NETNS_LINKS; k++)); do
+        echo "netns: link $k: $(netns_dev "$k") at 198.18.$k.1..$1/24 (bridge br$k)"
+      done
       ;;
     down)
       (($# == 1)) || { netns__log "usage: netns.sh down PREFIX"; exit 2; }
@@ -339,8 +416,8 @@ netns__main() {
       exec ip netns exec "$(netns_host "$prefix" "$host")" "$@"
       ;;
     addr)
-      (($# == 1)) || { netns__log "usage: netns.sh addr HOST"; exit 2; }
-      netns_addr "$1"
+      (($# == 1 || $# == 2)) || { netns__log "usage: netns.sh addr HOST [LINK]"; exit 2; }
+      netns_addr "$@"
       ;;
     *)
       sed -n '/^# Run as a command (by hand)/,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2

@@ -13,6 +13,16 @@
 #   hosts3   3 hosts x 1 rank (odd), counts 0 and 1 and sizes that do not divide
 #   hosts4   4 hosts x 1 rank, GROVE_SOCKET_IFNAME=eth0
 #   mixed    2 hosts x 2 ranks: shm inside each host, TCP across (transport "shm+tcp")
+#   rails    2 and then 3 hosts x 1 rank, two links per host (NETNS_LINKS=2: eth0 and eth1,
+#            each its own subnet and bridge), GROVE_SOCKET_IFNAME=eth0,eth1: each TCP
+#            connection stripes its large frames over one socket per interface. A 16 MiB
+#            allreduce must send at least a quarter of each host's payload over eth1 (its
+#            tx_bytes counter); the usual collectives, counts 0 and 1, sizes that do not divide
+#            (16 MiB + 3 bytes), process_check; and a job where only host 1 has both
+#            interfaces (eth0 on the others: the rail count falls back to 1), which must pass
+#            and leave the eth0-only hosts' eth1 quiet (under 1 MiB sent); and, with eth0
+#            shaped to 1 Gbit/s and eth1 to 500 Mbit/s, eth1 must carry 20-45% of a 64 MiB
+#            allreduce's bytes (the rates say a third: the split follows them)
 # After every job: no process of it left, no /dev/shm/grove-<job id>-* left; after the test:
 # no namespace of its prefix left. process_check (next to GROVE, or $GROVE_PROCESS_CHECK) runs
 # too when it has been built. Exit 0 = pass, 77 = skipped (no namespaces here), else failed.
@@ -39,18 +49,23 @@ jobs_run=0
 # run_job NAME HOSTS PER_HOST [VAR=VALUE...] -- CMD...
 # Starts HOSTS*PER_HOST ranks, rank r on host r/PER_HOST, each a process of its own in that
 # host's namespace with the GROVE_* variables a launcher would set (plus the VAR=VALUEs), and
-# waits for all. Every rank must exit 0; afterwards nothing of the job may remain. Rank r's
-# output is in $work/NAME.r.out / .err; JOB_OUT names rank 0's stdout.
+# waits for all. A VAR=VALUE written hH:VAR=VALUE applies only to the ranks of host H, after
+# (so over) the others. Every rank must exit 0; afterwards nothing of the job may remain.
+# Rank r's output is in $work/NAME.r.out / .err; JOB_OUT names rank 0's stdout.
 run_job() {
   local name=$1 hosts=$2 per=$3
   shift 3
-  local extra=()
+  local extra=() host_extra=()
   while (($#)) && [[ $1 != -- ]]; do
-    extra+=("$1")
+    if [[ $1 =~ ^h([0-9]+):(.+)$ ]]; then
+      host_extra+=("${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}")
+    else
+      extra+=("$1")
+    fi
     shift
   done
   shift
-  local size=$((hosts * per)) port=$((29500 + jobs_run)) jobid secret r rc limit
+  local size=$((hosts * per)) port=$((29500 + jobs_run)) jobid secret r rc limit i vars
   jobs_run=$((jobs_run + 1))
   limit=$((deadline - SECONDS - 10))
   if ((limit < 20)); then
@@ -64,12 +79,16 @@ run_job() {
   local pids=()
   echo "== $name: $hosts hosts x $per ranks: $*"
   for ((r = 0; r < size; r++)); do
+    vars=("${extra[@]}")
+    for ((i = 0; i < ${#host_extra[@]}; i += 2)); do
+      ((host_extra[i] == r / per)) && vars+=("${host_extra[i + 1]}")
+    done
     # The variables go through the environment (not argv): the secret never shows in `ps`.
     GROVE_RANK=$r GROVE_WORLD_SIZE=$size GROVE_LOCAL_RANK=$((r % per)) GROVE_LOCAL_SIZE=$per \
       GROVE_ROOT=$(netns_addr 0):$port GROVE_SECRET=$secret GROVE_JOB_ID=$jobid \
       GROVE_TIMEOUT=60 \
       netns_spawn "$prefix" $((r / per)) "$work/$name.$r.out" "$work/$name.$r.err" \
-      env "${extra[@]}" timeout -k 5 "$limit" "$@"
+      env "${vars[@]}" timeout -k 5 "$limit" "$@"
     pids+=("$NETNS_LAST_PID")
   done
   for ((r = 0; r < size; r++)); do
@@ -140,6 +159,24 @@ process_check_job() {
   done
 }
 
+# harness_connect ADDR FROM: a listener on ADDR (host 1) accepts one connection from host 0;
+# true when it came from address FROM.
+harness_connect() {
+  local addr=$1 from=$2 listener _
+  netns_spawn "$prefix" 1 "$work/listen.out" "$work/listen.err" python3 -c '
+import socket, sys
+s = socket.create_server((sys.argv[1], 29400)); c, a = s.accept(); print("from", a[0])' "$addr"
+  listener=$NETNS_LAST_PID
+  for _ in $(seq 50); do
+    netns_run "$prefix" 0 python3 -c '
+import socket, sys; socket.create_connection((sys.argv[1], 29400), timeout=1)' "$addr" \
+      2>/dev/null && break
+    sleep 0.1
+  done
+  wait "$listener"
+  grep -qx "from $from" "$work/listen.out"
+}
+
 # netns.sh itself: what it builds, and that it removes it all on an error and on SIGTERM.
 harness_case() {
   netns_up 2 "$prefix" || { fail "netns_up 2 $prefix"; return; }
@@ -149,19 +186,31 @@ harness_case() {
     fail "host 1 does not have 198.18.0.2/24 on eth0"
   [[ -z $(ip -n "${prefix}h0" route show default) ]] || fail "host 0 has a default route"
   # Host 0 reaches host 1 over the bridge: a listener there accepts one connection.
-  netns_spawn "$prefix" 1 "$work/listen.out" "$work/listen.err" python3 -c '
-import socket
-s = socket.create_server(("198.18.0.2", 29400)); c, a = s.accept(); print("from", a[0])'
-  local listener=$NETNS_LAST_PID _
-  for _ in $(seq 50); do
-    netns_run "$prefix" 0 python3 -c '
-import socket; socket.create_connection(("198.18.0.2", 29400), timeout=1)' 2>/dev/null && break
-    sleep 0.1
-  done
-  wait "$listener"
-  grep -q "from 198.18.0.1" "$work/listen.out" || fail "host 0 could not connect to host 1"
+  harness_connect 198.18.0.2 198.18.0.1 || fail "host 0 could not connect to host 1"
   netns_down "$prefix"
   [[ -z $(netns_list "$prefix") ]] || fail "netns_down left: $(netns_list "$prefix" | xargs)"
+
+  # Two links per host (NETNS_LINKS=2): eth1 on a subnet and bridge of its own, reached from
+  # the peer's eth1, shaped at both ends like eth0.
+  if NETNS_LINKS=2 netns_up 2 "$prefix" 1gbit; then
+    [[ $(netns_run "$prefix" 1 ip -4 -br addr show dev eth1 | awk '{print $3}') == 198.18.1.2/24 ]] ||
+      fail "host 1 does not have 198.18.1.2/24 on eth1"
+    [[ $(netns_addr 1 1) == 198.18.1.2 && $(netns_addr 1) == 198.18.0.2 ]] ||
+      fail "netns_addr 1 1 / netns_addr 1 give $(netns_addr 1 1) / $(netns_addr 1)"
+    [[ $(ip -n "${prefix}sw" -o link show dev l1p1 2>/dev/null) == *"master br1"* ]] ||
+      fail "the switch has no port l1p1 on bridge br1"
+    harness_connect 198.18.1.2 198.18.1.1 || fail "host 0 could not connect to host 1 over eth1"
+    tc -n "${prefix}h1" qdisc show dev eth1 | grep -q 'tbf.*rate 1Gbit' ||
+      fail "host 1's eth1 is not shaped: $(tc -n "${prefix}h1" qdisc show dev eth1)"
+    tc -n "${prefix}sw" qdisc show dev l1p1 | grep -q 'tbf.*rate 1Gbit' ||
+      fail "the switch end of host 1's eth1 is not shaped: $(tc -n "${prefix}sw" qdisc show dev l1p1)"
+  else
+    fail "NETNS_LINKS=2 netns_up 2 $prefix 1gbit"
+  fi
+  netns_down "$prefix"
+  [[ -z $(netns_list "$prefix") ]] || fail "netns_down (2 links) left: $(netns_list "$prefix" | xargs)"
+  NETNS_LINKS=5 netns_up 2 "$prefix" 2>/dev/null && fail "NETNS_LINKS=5 was accepted"
+  [[ -z $(netns_list "$prefix") ]] || fail "NETNS_LINKS=5 left: $(netns_list "$prefix" | xargs)"
 
   # An error in a script that sourced netns.sh (set -e): the EXIT trap removes everything.
   bash -c 'set -e; source "$1"; netns_up 2 "$(netns_prefix)"; echo "$(netns_prefix)"; false' \
@@ -205,6 +254,104 @@ import socket; socket.create_connection(("198.18.0.2", 29400), timeout=1)' 2>/de
   done
 }
 
+# ---- rails: one TCP connection striped over several interfaces (GROVE_SOCKET_IFNAME=eth0,eth1)
+
+# tx_bytes HOST DEV: the bytes host HOST has sent on DEV so far (its namespace's counter).
+tx_bytes() {
+  ip netns exec "$(netns_host "$prefix" "$1")" cat "/sys/class/net/$2/statistics/tx_bytes"
+}
+
+# tx_snapshot HOSTS ARRAY: ARRAY[2h] and ARRAY[2h+1] = host h's eth0 and eth1 tx bytes.
+tx_snapshot() {
+  local hosts=$1 h
+  local -n snap=$2
+  snap=()
+  for ((h = 0; h < hosts; h++)); do
+    snap+=("$(tx_bytes "$h" eth0)" "$(tx_bytes "$h" eth1)")
+  done
+}
+
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
+
+# rails_striped TAG HOSTS SIZE ITERS WARMUP: an allreduce of SIZE bytes over every host's two
+# interfaces, which must send at least a quarter of each host's payload over eth1. The
+# payload: grove perf -b SIZE -e SIZE -n ITERS -w WARMUP -c 1 makes 2*WARMUP warm-up calls
+# (at the largest and the smallest size, both SIZE) and, out of place and in place, one
+# untimed call, ITERS timed and 1 checking call: CALLS = 2*WARMUP + 2*(ITERS + 2). Each
+# call makes every rank send at least SIZE bytes whatever the algorithm (every element of its
+# input must reach the others: a 2-rank ring sends SIZE, a 3-rank ring 4/3 SIZE), and
+# GROVE_COMPRESS=off with random values keeps them that size on the wire. Striped evenly over
+# 2 rails eth1 carries about half; a transport that keeps to eth0 leaves it near 0.
+rails_striped() {
+  local tag=$1 hosts=$2 size=$3 iters=$4 warmup=$5 h d0 d1
+  local calls=$((2 * warmup + 2 * (iters + 2)))
+  local payload=$((calls * size))
+  local before=() after=()
+  tx_snapshot "$hosts" before
+  perf_job "$tag.allreduce_striped" "$hosts" 1 tcp GROVE_SOCKET_IFNAME=eth0,eth1 \
+    GROVE_COMPRESS=off -- allreduce -b "$size" -e "$size" -n "$iters" -w "$warmup" -c 1 \
+    --fill random
+  tx_snapshot "$hosts" after
+  for ((h = 0; h < hosts; h++)); do
+    d0=$((after[2 * h] - before[2 * h]))
+    d1=$((after[2 * h + 1] - before[2 * h + 1]))
+    echo "   host $h sent $(mib "$d0") on eth0, $(mib "$d1") on eth1 (payload at least" \
+      "$(mib "$payload") in $calls calls; eth1 must carry $(mib $((payload / 4))))"
+    ((d1 >= payload / 4)) ||
+      fail "$tag.allreduce_striped: host $h sent only $(mib "$d1") on eth1 (eth0: $(mib "$d0")):" \
+        "expected at least a quarter of its $(mib "$payload") payload, striped over eth0,eth1"
+  done
+}
+
+# rails_proportional TAG: on the 2 hosts up now, eth0 shaped to 1 Gbit/s and eth1 to 500 Mbit/s
+# at both ends: the shares must follow the links' rates (eth1 about a third of what both carry),
+# not split evenly (a half) and not run away to one link. 64 MiB calls, so the split settles.
+rails_proportional() {
+  local tag=$1 h d0 d1 share
+  local before=() after=()
+  for h in 0 1; do
+    netns__shape_link "$prefix" "$h" 0 1gbit && netns__shape_link "$prefix" "$h" 1 500mbit ||
+      { fail "$tag.proportional: cannot shape host $h's links"; return; }
+  done
+  tx_snapshot 2 before
+  perf_job "$tag.proportional" 2 1 tcp GROVE_SOCKET_IFNAME=eth0,eth1 GROVE_COMPRESS=off -- \
+    allreduce -b 64M -e 64M -n 4 -w 1 -c 1 --fill random
+  tx_snapshot 2 after
+  for h in 0 1; do
+    d0=$((after[2 * h] - before[2 * h]))
+    d1=$((after[2 * h + 1] - before[2 * h + 1]))
+    share=$((100 * d1 / (d0 + d1 + 1)))
+    echo "   host $h sent $(mib "$d0") on eth0 (1 Gbit/s), $(mib "$d1") on eth1 (500 Mbit/s):" \
+      "eth1 carried ${share}% (rates say 33%; must be 20-45%)"
+    ((share >= 20 && share <= 45)) ||
+      fail "$tag.proportional: host $h's eth1 carried ${share}% of its bytes, expected 20-45%" \
+        "(its rate's third of both links)"
+  done
+}
+
+# rails_fallback TAG HOSTS BOTH: only host BOTH is given both interfaces, the others eth0: the
+# connections fall back to the smaller rail count (1), the job passes, and the eth0-only hosts
+# send (next to) nothing on eth1: under 1 MiB, against at least 16 MiB of payload per call.
+rails_fallback() {
+  local tag=$1 hosts=$2 both=$3 h d1 bound=$((1 << 20))
+  local before=() after=()
+  tx_snapshot "$hosts" before
+  perf_job "$tag.fallback" "$hosts" 1 tcp GROVE_SOCKET_IFNAME=eth0 \
+    "h$both:GROVE_SOCKET_IFNAME=eth0,eth1" GROVE_COMPRESS=off -- \
+    allreduce -b 4K -e 16M -f 64 -n 2 -w 1 -c 1 --fill random
+  tx_snapshot "$hosts" after
+  for ((h = 0; h < hosts; h++)); do
+    d1=$((after[2 * h + 1] - before[2 * h + 1]))
+    if ((h == both)); then
+      echo "   host $h (eth0,eth1) sent $(mib "$d1") on eth1"
+      continue
+    fi
+    echo "   host $h (eth0 only) sent $(mib "$d1") on eth1 (must stay under $(mib "$bound"))"
+    ((d1 < bound)) ||
+      fail "$tag.fallback: host $h, given only eth0, sent $(mib "$d1") on eth1"
+  done
+}
+
 case $case_name in
   harness)
     harness_case
@@ -233,6 +380,34 @@ case $case_name in
     netns_up 2 "$prefix" || exit 1
     collectives mixed 2 2 'shm\+tcp' GROVE_SOCKET_IFNAME==eth0
     process_check_job mixed 2 2 GROVE_SOCKET_IFNAME==eth0
+    ;;
+  rails)
+    rails=GROVE_SOCKET_IFNAME=eth0,eth1
+    NETNS_LINKS=2 netns_up 2 "$prefix" || exit 1
+    rails_striped rails2 2 $((16 << 20)) 3 1
+    collectives rails2 2 1 tcp "$rails"
+    perf_job rails2.allreduce_sizes 2 1 tcp "$rails" -- \
+      allreduce -b 0 -e 100 -i 7 -n 1 -w 0 -d all -o all
+    # An odd byte count: frames that do not split evenly over two rails.
+    perf_job rails2.allreduce_odd 2 1 tcp "$rails" -- \
+      allreduce -b $(((16 << 20) + 3)) -e $(((16 << 20) + 3)) -n 1 -w 0 -d uint8
+    process_check_job rails2 2 1 "$rails"
+    rails_proportional rails2
+    netns_down "$prefix"
+    NETNS_LINKS=2 netns_up 3 "$prefix" || exit 1
+    rails_striped rails3 3 $((16 << 20)) 3 1
+    perf_job rails3.allreduce_sizes 3 1 tcp "$rails" -- \
+      allreduce -b 0 -e 100 -i 7 -n 1 -w 0 -d all -o all
+    perf_job rails3.allreduce_odd 3 1 tcp "$rails" -- \
+      allreduce -b $(((16 << 20) + 7)) -e $(((16 << 20) + 7)) -n 1 -w 0 -d uint8
+    perf_job rails3.reducescatter_sizes 3 1 tcp "$rails" -- \
+      reducescatter -b 0 -e 100 -i 7 -n 1 -w 0 -d int32
+    perf_job rails3.allgather_sizes 3 1 tcp "$rails" -- \
+      allgather -b 0 -e 100 -i 7 -n 1 -w 0 -d uint8
+    perf_job rails3.broadcast_root 3 1 tcp "$rails" -- \
+      broadcast -r 2 -b 1 -e 32M -f 32 -n 2 -w 1 -d uint8
+    rails_fallback rails3 3 1
+    process_check_job rails3 3 1 "$rails"
     ;;
   *)
     echo "netns_test.sh: unknown case '$case_name'" >&2

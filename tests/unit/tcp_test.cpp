@@ -369,7 +369,9 @@ TEST(TcpWire, FramesAndHellosEncodeLittleEndian) {
   header.tag.type = 7;
   header.tag.op = 4;
   header.tag.flags = 1;
-  static_assert(tcp::FrameHeader::kBytes == 48);
+  header.railBytes[0] = 0x1000;
+  header.railBytes[2] = 0x20000;
+  static_assert(tcp::FrameHeader::kBytes == 64);
   unsigned char bytes[tcp::FrameHeader::kBytes];
   header.encode(bytes);
   const unsigned char expected[tcp::FrameHeader::kBytes] = {
@@ -378,7 +380,9 @@ TEST(TcpWire, FramesAndHellosEncodeLittleEndian) {
       0x22, 0x11, 0,    0,    0,    0,    0,    0,     // call
       0x66, 0x55, 0x44, 0x33, 0,    0,    0,    0,     // count
       0xef, 0xbe, 0xad, 0xde, 0xff, 0xff, 0xff, 0xff,  // checksum, root
-      0x04, 0x03, 0x02, 0x01, 3,    7,    4,    1};    // algorithm, collective, type, op, flags
+      0x04, 0x03, 0x02, 0x01, 3,    7,    4,    1,     // algorithm, collective, type, op, flags
+      0,    0x10, 0,    0,    0,    0,    0,    0,     // rail 1, rail 2
+      0,    0,    0x02, 0,    0,    0,    0,    0};    // rail 3, reserved
   EXPECT_EQ(std::memcmp(bytes, expected, sizeof expected), 0);
   tcp::FrameHeader back = tcp::FrameHeader::decode(bytes);
   EXPECT_EQ(back.lane, 0x0102);
@@ -386,16 +390,25 @@ TEST(TcpWire, FramesAndHellosEncodeLittleEndian) {
   EXPECT_TRUE(back.tag.sameCall(header.tag));
   EXPECT_EQ(back.tag.checksum, 0xdeadbeefu);
   EXPECT_EQ(back.tag.flags, 1);
+  EXPECT_EQ(back.railBytes[0], 0x1000u);
+  EXPECT_EQ(back.railBytes[1], 0u);
+  EXPECT_EQ(back.railBytes[2], 0x20000u);
+  EXPECT_EQ(back.railTotal(), 0x21000u);
 
-  tcp::HelloPolicy policy{4, {1, 7}, 2, 4096};
+  tcp::HelloPolicy policy{4, {1, 7}, 2, 4096, 2};
   tcp::Hello hello;
   hello.src = 7;
   hello.dst = 4;
   hello.stream = 1;
   hello.slotBytes = 4096;
+  hello.rail = 1;
+  static_assert(tcp::Hello::kBytes == 28);
   unsigned char helloBytes[tcp::Hello::kBytes];
   hello.encode(helloBytes);
+  EXPECT_EQ(helloBytes[24], 1);  // rail, little-endian
+  EXPECT_EQ(helloBytes[25], 0);
   tcp::Hello decoded = tcp::Hello::decode(helloBytes);
+  EXPECT_EQ(decoded.rail, 1);
   EXPECT_EQ(tcp::checkHello(decoded, policy), tcp::HelloStatus::kAccepted);
   auto with = [&](auto change) {
     tcp::Hello copy = hello;
@@ -407,6 +420,9 @@ TEST(TcpWire, FramesAndHellosEncodeLittleEndian) {
   EXPECT_EQ(with([](auto& h) { h.src = 4; }), tcp::HelloStatus::kUnknownSource);
   EXPECT_EQ(with([](auto& h) { h.stream = 2; }), tcp::HelloStatus::kBadStream);
   EXPECT_EQ(with([](auto& h) { h.slotBytes = 1; }), tcp::HelloStatus::kGeometryMismatch);
+  EXPECT_EQ(with([](auto& h) { h.rail = 2; }), tcp::HelloStatus::kBadRail);
+  EXPECT_EQ(with([](auto& h) { h.reserved = 1; }), tcp::HelloStatus::kBadRail);
+  EXPECT_EQ(with([](auto& h) { h.rail = 0; }), tcp::HelloStatus::kAccepted);
 }
 
 TEST(TcpSocket, HostPortAndIpv6Loopback) {

@@ -24,7 +24,8 @@ constexpr size_t kStageBytes = 4 << 10;
 }  // namespace
 
 Connection::Connection(net::UniqueFd socket, int peer, int stream, int streams, Direction direction,
-                       size_t slotBytes, LaneLookup lookup, int ranks, uint64_t corruptFrame)
+                       size_t slotBytes, LaneLookup lookup, int ranks, uint64_t corruptFrame,
+                       int rails)
     : socket_(std::move(socket)),
       peer_(peer),
       stream_(stream),
@@ -33,7 +34,8 @@ Connection::Connection(net::UniqueFd socket, int peer, int stream, int streams, 
       slotBytes_(slotBytes),
       lookup_(std::move(lookup)),
       ranks_(ranks),
-      corruptFrame_(direction == Direction::kIncoming ? corruptFrame : 0) {}
+      corruptFrame_(direction == Direction::kIncoming ? corruptFrame : 0),
+      rails_(rails) {}
 
 void Connection::addSendLane(Fifo* fifo, uint16_t lane) { lanes_.push_back(SendLane{fifo, lane}); }
 
@@ -71,12 +73,14 @@ bool Connection::startNextFrame(size_t maxFrameBytes) {
     txFifo_ = nullptr;
     txPayload_ = controlPayload_.data();
     txBytes_ = controlPayload_.size();
+    txPrimaryBytes_ = txBytes_;
   } else if (heartbeatQueued_) {
     heartbeatQueued_ = false;
     header.kind = static_cast<uint16_t>(FrameKind::kHeartbeat);
     txFifo_ = nullptr;
     txPayload_ = nullptr;
     txBytes_ = 0;
+    txPrimaryBytes_ = 0;
     txHeartbeat_ = true;
   } else {
     size_t count = lanes_.size();
@@ -101,6 +105,7 @@ bool Connection::startNextFrame(size_t maxFrameBytes) {
     txFifo_ = lanes_[index].fifo;
     txPayload_ = static_cast<const char*>(slot);
     txBytes_ = bytes;
+    txPrimaryBytes_ = rails_.planSend(txPayload_, bytes, header.railBytes, socket_.get());
   }
   header.encode(txHeader_);
   txDone_ = 0;
@@ -124,12 +129,13 @@ void Connection::finishWriting() {
   if (halfClosed_ || !sealed_ || state_ != State::kOpen) return;
   halfClosed_ = true;
   ::shutdown(socket_.get(), SHUT_WR);
+  rails_.shutdownWrites();
 }
 
 size_t Connection::unacknowledgedBytes() const {
   int bytes = 0;
-  if (::ioctl(socket_.get(), SIOCOUTQ, &bytes) != 0) return 0;
-  return static_cast<size_t>(std::max(bytes, 0));
+  if (::ioctl(socket_.get(), SIOCOUTQ, &bytes) != 0) bytes = 0;
+  return static_cast<size_t>(std::max(bytes, 0)) + rails_.unacknowledgedBytes();
 }
 
 void Connection::failSending() {
@@ -141,6 +147,17 @@ void Connection::failSending() {
   fail(State::kBroken, sendError_);
 }
 
+void Connection::onSendError(const std::string& why) {
+  sendError_ = fmt::format("sending to rank {} failed: {}", peer_, why);
+  // Only a heartbeat lost: a peer that left after its last message resets a connection it
+  // had unread heartbeats on; its data and bye are still readable.
+  if (hasUnsentData()) {
+    failSending();
+  } else {
+    readable_ = true;
+  }
+}
+
 bool Connection::pumpWrite(size_t maxFrameBytes) {
   leftBulk_ = false;
   if (!sendError_.empty()) {
@@ -149,50 +166,67 @@ bool Connection::pumpWrite(size_t maxFrameBytes) {
   }
   bool progress = false;
   size_t budget = kPumpBudget;
-  while (state_ == State::kOpen && writable_ && !sealed_ && sendError_.empty() && budget > 0) {
+  while (state_ == State::kOpen && !sealed_ && sendError_.empty() && budget > 0) {
     if (txActive_ && txBytes_ > maxFrameBytes) {
       leftBulk_ = true;
       break;
     }
     // Data frames stop as soon as a control frame is queued (after the one in flight).
-    if (!txActive_ && !startNextFrame(maxFrameBytes)) break;
-    iovec parts[2];
-    int count = 0;
-    if (txDone_ < FrameHeader::kBytes) {
-      parts[count++] = {txHeader_ + txDone_, FrameHeader::kBytes - txDone_};
-      if (txBytes_ > 0) parts[count++] = {const_cast<char*>(txPayload_), txBytes_};
-    } else {
-      size_t payloadDone = txDone_ - FrameHeader::kBytes;
-      parts[count++] = {const_cast<char*>(txPayload_) + payloadDone, txBytes_ - payloadDone};
-    }
-    msghdr message{};
-    message.msg_iov = parts;
-    message.msg_iovlen = static_cast<size_t>(count);
-    ssize_t sent = ::sendmsg(socket_.get(), &message, MSG_NOSIGNAL);
-    if (sent < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        writable_ = false;
-      } else if (errno != EINTR) {
-        sendError_ = fmt::format("sending to rank {} failed: {}", peer_, std::strerror(errno));
-        // Only a heartbeat lost: a peer that left after its last message resets a
-        // connection it had unread heartbeats on; its data and bye are still readable.
-        if (hasUnsentData()) {
-          failSending();
-        } else {
-          readable_ = true;
-        }
-      }
+    if (!txActive_ && (!writable_ || !startNextFrame(maxFrameBytes))) break;
+    std::string railError;
+    size_t moved = rails_.pumpWrites(&railError);
+    if (!railError.empty()) {
+      onSendError(railError);
       continue;
     }
-    progress = true;
-    lastSend_ = Clock::now();
-    // A short write filled the socket's buffer: wait for EPOLLOUT rather than try again.
-    size_t offered = 0;
-    for (int i = 0; i < count; ++i) offered += parts[i].iov_len;
-    if (static_cast<size_t>(sent) < offered) writable_ = false;
-    txDone_ += static_cast<size_t>(sent);
-    budget -= std::min(budget, static_cast<size_t>(sent));
-    if (txDone_ == FrameHeader::kBytes + txBytes_) finishFrame();
+    const size_t primaryEnd = FrameHeader::kBytes + txPrimaryBytes_;
+    if (txDone_ < primaryEnd && writable_) {
+      iovec parts[2];
+      int count = 0;
+      if (txDone_ < FrameHeader::kBytes) {
+        parts[count++] = {txHeader_ + txDone_, FrameHeader::kBytes - txDone_};
+        if (txPrimaryBytes_ > 0) parts[count++] = {const_cast<char*>(txPayload_), txPrimaryBytes_};
+      } else {
+        size_t payloadDone = txDone_ - FrameHeader::kBytes;
+        parts[count++] = {const_cast<char*>(txPayload_) + payloadDone,
+                          txPrimaryBytes_ - payloadDone};
+      }
+      msghdr message{};
+      message.msg_iov = parts;
+      message.msg_iovlen = static_cast<size_t>(count);
+      ssize_t sent = ::sendmsg(socket_.get(), &message, MSG_NOSIGNAL);
+      const bool striped = txPrimaryBytes_ < txBytes_;
+      if (sent < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          writable_ = false;
+          if (striped) rails_.primaryBlocked();
+        } else if (errno != EINTR) {
+          onSendError(std::strerror(errno));
+          continue;
+        }
+      } else {
+        // A short write filled the socket's buffer: wait for EPOLLOUT rather than try again.
+        size_t offered = 0;
+        for (int i = 0; i < count; ++i) offered += parts[i].iov_len;
+        if (static_cast<size_t>(sent) < offered) {
+          writable_ = false;
+          if (striped) rails_.primaryBlocked();
+        }
+        txDone_ += static_cast<size_t>(sent);
+        moved += static_cast<size_t>(sent);
+        if (txDone_ == primaryEnd && striped) rails_.primaryDone();
+      }
+    }
+    if (moved > 0) {
+      progress = true;
+      lastSend_ = Clock::now();
+      budget -= std::min(budget, moved);
+    }
+    if (txDone_ == primaryEnd && rails_.writesDone()) {
+      finishFrame();
+    } else if (moved == 0) {
+      break;  // waiting for the primary's or a rail's buffer to drain
+    }
   }
   return progress;
 }
@@ -201,7 +235,7 @@ bool Connection::onHeader() {
   rx_ = FrameHeader::decode(rxHeader_);
   rxHeaderDone_ = 0;
   FrameRules rules{direction_ == Direction::kIncoming && !byeReceived_, slotBytes_, streams_,
-                   stream_};
+                   stream_, rails_.limit()};
   FrameCheck check = checkFrameHeader(rx_, rules);
   if (check != FrameCheck::kOk) {
     fail(State::kBroken, describeFrameProblem(check, rx_, rules, peer_));
@@ -212,11 +246,18 @@ bool Connection::onHeader() {
       if (rx_.lane >= rxLanes_.size()) rxLanes_.resize(rx_.lane + 1u, nullptr);
       if (rxLanes_[rx_.lane] == nullptr) rxLanes_[rx_.lane] = lookup_(rx_.lane);
       rxFifo_ = rxLanes_[rx_.lane];
+      rxPrimaryBytes_ = rx_.bytes - rx_.railTotal();
+      if (!rails_.planReceive(rx_.railBytes, rxPrimaryBytes_)) {
+        fail(State::kBroken,
+             fmt::format("rank {} sent a frame with a piece for a rail it closed", peer_));
+        return false;
+      }
       rxState_ = ReadState::kSlot;
       return true;
     case FrameKind::kAbort:  // the notice (8.. bytes, checked) follows
       rxNotice_ = true;
       rxSlot_ = reinterpret_cast<char*>(rxNoticeBytes_);
+      rxPrimaryBytes_ = rx_.bytes;
       rxDone_ = 0;
       rxState_ = ReadState::kPayload;
       return true;
@@ -273,11 +314,29 @@ bool Connection::pumpRead(size_t maxFrameBytes) {
       if (!discard_) {
         rxSlot_ = static_cast<char*>(rxFifo_->tryAcquire());
         if (rxSlot_ == nullptr) return progress;  // resumed when the rank releases a slot
+      } else if (discardBuffer_.empty()) {
+        discardBuffer_.resize(kDiscardChunk);
       }
       rxDone_ = 0;
       rxState_ = ReadState::kPayload;
     }
-    if (rxState_ == ReadState::kPayload && rxDone_ == rx_.bytes) {
+    if (rxState_ == ReadState::kPayload && !rxNotice_) {
+      // The rails' pieces of this frame, straight into the slot.
+      std::string railError;
+      size_t moved =
+          rails_.pumpReads(rxSlot_, discardBuffer_.data(), discardBuffer_.size(), &railError);
+      if (moved > 0) {
+        progress = true;
+        lastReceive_ = Clock::now();
+        budget -= std::min(budget, moved);
+      }
+      if (!railError.empty()) {
+        fail(State::kBroken, fmt::format("receiving from rank {} failed: {}", peer_, railError));
+        continue;
+      }
+    }
+    if (rxState_ == ReadState::kPayload && rxDone_ == rxPrimaryBytes_) {
+      if (!rails_.readsDone()) return progress;  // resumed when a rail becomes readable
       if (rxNotice_) {
         onAbortNotice();
         return true;
@@ -306,7 +365,7 @@ bool Connection::pumpRead(size_t maxFrameBytes) {
         std::memcpy(rxHeader_ + rxHeaderDone_, from, taken);
         rxHeaderDone_ += taken;
       } else {
-        taken = std::min(staged, rx_.bytes - rxDone_);
+        taken = std::min(staged, rxPrimaryBytes_ - rxDone_);
         if (rxSlot_ != nullptr) std::memcpy(rxSlot_ + rxDone_, from, taken);
         rxDone_ += taken;
       }
@@ -326,7 +385,7 @@ bool Connection::pumpRead(size_t maxFrameBytes) {
       wanted = FrameHeader::kBytes - rxHeaderDone_;
       parts[count++] = {rxHeader_ + rxHeaderDone_, wanted};
     } else {
-      size_t rest = rx_.bytes - rxDone_;
+      size_t rest = rxPrimaryBytes_ - rxDone_;
       if (rxSlot_ != nullptr) {
         wanted = rest;
         parts[count++] = {rxSlot_ + rxDone_, rest};
@@ -336,7 +395,7 @@ bool Connection::pumpRead(size_t maxFrameBytes) {
         parts[count++] = {discardBuffer_.data(), wanted};
       }
     }
-    if (rxState_ == ReadState::kHeader || wanted == rx_.bytes - rxDone_) {
+    if (rxState_ == ReadState::kHeader || wanted == rxPrimaryBytes_ - rxDone_) {
       parts[count++] = {rxStage_.data(), rxStage_.size()};
     }
     ssize_t got = ::readv(socket_.get(), parts, count);

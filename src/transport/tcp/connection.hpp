@@ -9,6 +9,9 @@
 // when the kernel says EAGAIN. A reader that waits for a free slot keeps `readable` and is
 // resumed by the next pump after the rank releases a slot.
 //
+// Rails (rails.hpp): with several network interfaces, a connection has a further socket per
+// interface, and its large data frames travel in pieces on all of them at once.
+//
 // Liveness: the connection remembers when it last wrote and read a byte; the network thread
 // sends a heartbeat on one idle for a second and watches how long each peer stayed silent.
 #pragma once
@@ -23,6 +26,7 @@
 
 #include "common/socket.hpp"
 #include "transport/fifo.hpp"
+#include "transport/tcp/rails.hpp"
 #include "transport/tcp/wire.hpp"
 
 namespace grove::transport::tcp {
@@ -43,11 +47,20 @@ class Connection {
 
   /// `ranks`: the communicator's size, to check the origin of an abort notice (0: the
   /// notice's origin is replaced by `peer`). `corruptFrame`: see corruptFrame_ (incoming
-  /// connections only; 0 = off).
+  /// connections only; 0 = off). `rails`: sockets it may have, the primary included (this
+  /// rank's interfaces).
   Connection(net::UniqueFd socket, int peer, int stream, int streams, Direction direction,
-             size_t slotBytes, LaneLookup lookup, int ranks = 0, uint64_t corruptFrame = 0);
+             size_t slotBytes, LaneLookup lookup, int ranks = 0, uint64_t corruptFrame = 0,
+             int rails = 1);
 
   int fd() const { return socket_.get(); }
+  /// Adds the socket of rail `rail` (1..rails-1); false when out of range or already there.
+  bool attachRail(int rail, net::UniqueFd socket) { return rails_.attach(rail, std::move(socket)); }
+  /// The socket of `rail` (0: the primary), -1 when it is not attached.
+  int fd(int rail) const { return rail == 0 ? fd() : rails_.attached(rail) ? rails_.fd(rail) : -1; }
+  int railLimit() const { return rails_.limit(); }
+  /// What each socket of an outgoing connection with rails carried (rails.hpp), for logs.
+  std::string railSummary() const { return rails_.summary(); }
   int peer() const { return peer_; }
   int stream() const { return stream_; }
   Direction direction() const { return direction_; }
@@ -58,11 +71,16 @@ class Connection {
   /// Outgoing connections: adds a send FIFO whose frames go on this connection.
   void addSendLane(Fifo* fifo, uint16_t lane);
 
-  void markReadable() { readable_ = true; }
+  /// epoll's readiness of the socket of `rail` (0: the primary).
+  void markReadable(int rail = 0) {
+    rail == 0 ? void(readable_ = true) : rails_.markReadable(rail);
+  }
   /// epoll reported the peer's end closed (EOF, reset or error): a short read no longer
   /// means the socket is empty, since the end of the stream raises no further edge.
-  void markHangup() { hangup_ = true; }
-  void markWritable() { writable_ = true; }
+  void markHangup(int rail = 0) { rail == 0 ? void(hangup_ = true) : rails_.markHangup(rail); }
+  void markWritable(int rail = 0) {
+    rail == 0 ? void(writable_ = true) : rails_.markWritable(rail);
+  }
 
   /// Moves what it can without blocking; true when any byte or slot moved. A data frame of
   /// more than `maxFrameBytes` payload bytes is left where it is (not started, or not
@@ -115,6 +133,8 @@ class Connection {
   /// Writing failed with data still to send: ends the connection (after reading the
   /// peer's last frames).
   void failSending();
+  /// A write on the primary or a rail failed for `why`.
+  void onSendError(const std::string& why);
   /// EOF or a read error: closed after the peer's bye, else broken.
   void endOfStream(std::string unexpected);
 
@@ -139,8 +159,9 @@ class Connection {
   Fifo* txFifo_ = nullptr;  ///< Fifo whose slot is in flight (nullptr: control frame).
   unsigned char txHeader_[FrameHeader::kBytes] = {};
   const char* txPayload_ = nullptr;
-  size_t txBytes_ = 0;  ///< Payload bytes of the frame in flight.
-  size_t txDone_ = 0;   ///< Bytes of header + payload written.
+  size_t txBytes_ = 0;         ///< Payload bytes of the frame in flight.
+  size_t txPrimaryBytes_ = 0;  ///< The part of them the primary socket carries.
+  size_t txDone_ = 0;          ///< Bytes of header + primary payload written.
   bool txActive_ = false;
   bool controlQueued_ = false;
   FrameKind control_ = FrameKind::kBye;
@@ -165,6 +186,7 @@ class Connection {
   size_t stageBegin_ = 0;
   size_t stageEnd_ = 0;
   FrameHeader rx_;
+  uint64_t rxPrimaryBytes_ = 0;  ///< The part of rx_.bytes that comes on the primary socket.
   Fifo* rxFifo_ = nullptr;
   char* rxSlot_ = nullptr;  ///< nullptr while discarding.
   bool rxNotice_ = false;   ///< The payload being read is an abort notice (into rxNoticeBytes_).
@@ -180,6 +202,7 @@ class Connection {
   uint64_t corruptFrame_ = 0;
   uint64_t dataFramesRead_ = 0;
   std::vector<char> discardBuffer_;
+  Rails rails_;
 };
 
 }  // namespace grove::transport::tcp

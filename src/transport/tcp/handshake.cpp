@@ -19,6 +19,7 @@ HelloStatus checkHello(const Hello& hello, const HelloPolicy& policy) {
   if (!known) return HelloStatus::kUnknownSource;
   if (hello.stream >= policy.streams) return HelloStatus::kBadStream;
   if (hello.slotBytes != policy.slotBytes) return HelloStatus::kGeometryMismatch;
+  if (hello.rail >= policy.rails || hello.reserved != 0) return HelloStatus::kBadRail;
   return HelloStatus::kAccepted;
 }
 
@@ -101,8 +102,9 @@ HelloAnswer answerHello(const unsigned char* bytes, const HelloPolicy& policy) {
   answer.ack.resize(HelloAck::kBytes);
   ack.encode(reinterpret_cast<unsigned char*>(answer.ack.data()));
   if (status != HelloStatus::kAccepted) {
-    answer.refusal = fmt::format("refused the hello of rank {} (to rank {}, stream {}): {}",
-                                 hello.src, hello.dst, hello.stream, describe(status));
+    answer.refusal =
+        fmt::format("refused the hello of rank {} (to rank {}, stream {}, rail {}): {}", hello.src,
+                    hello.dst, hello.stream, hello.rail, describe(status));
   }
   return answer;
 }

@@ -24,6 +24,7 @@ struct HelloPolicy {
   std::vector<int> remoteRanks;  ///< Allowed sources.
   int streams = 1;               ///< socketsPerPeer.
   size_t slotBytes = 0;
+  int rails = 1;  ///< The acceptor's interfaces: a hello's rail must be below.
 };
 
 /// The acceptor's verdict on `hello` (a pure function).

@@ -73,23 +73,41 @@ bool InterfaceFilter::accepts(std::string_view name) const {
 
 std::optional<InterfaceChoice> pickInterface(const std::vector<NetInterface>& interfaces,
                                              std::string_view spec) {
+  std::vector<InterfaceChoice> chosen = pickInterfaces(interfaces, spec, 1);
+  if (chosen.empty()) return std::nullopt;
+  return chosen.front();
+}
+
+std::vector<InterfaceChoice> pickInterfaces(const std::vector<NetInterface>& interfaces,
+                                            std::string_view spec, size_t most) {
+  std::vector<InterfaceChoice> chosen;
+  if (most == 0) return chosen;
   if (trim(spec).empty()) {
     for (bool wantLoopback : {false, true}) {
       for (const NetInterface& interface : interfaces) {
         if (!interface.up || interface.loopback != wantLoopback) continue;
         if (auto address = usableAddress(interface)) {
-          return InterfaceChoice{interface.name, *address};
+          chosen.push_back(InterfaceChoice{interface.name, *address});
+          return chosen;
         }
       }
     }
-    return std::nullopt;
+    return chosen;
   }
   InterfaceFilter filter = InterfaceFilter::parse(spec);
+  bool firstIsLoopback = false;
   for (const NetInterface& interface : interfaces) {
     if (!interface.up || !filter.accepts(interface.name)) continue;
-    if (auto address = usableAddress(interface)) return InterfaceChoice{interface.name, *address};
+    // A loopback interface reaches no other host: never a rail, and a loopback first choice
+    // (every rank on this host) gets none.
+    if (!chosen.empty() && (interface.loopback || firstIsLoopback)) continue;
+    if (auto address = usableAddress(interface)) {
+      if (chosen.empty()) firstIsLoopback = interface.loopback;
+      chosen.push_back(InterfaceChoice{interface.name, *address});
+      if (chosen.size() == most) break;
+    }
   }
-  return std::nullopt;
+  return chosen;
 }
 
 std::vector<NetInterface> listInterfaces() {
@@ -127,8 +145,13 @@ std::vector<NetInterface> listInterfaces() {
 }
 
 InterfaceChoice chooseInterface(std::string_view spec, int rank) {
+  return chooseInterfaces(spec, rank, 1).front();
+}
+
+std::vector<InterfaceChoice> chooseInterfaces(std::string_view spec, int rank, size_t most) {
   std::vector<NetInterface> interfaces = listInterfaces();
-  if (auto choice = pickInterface(interfaces, spec)) return *choice;
+  std::vector<InterfaceChoice> chosen = pickInterfaces(interfaces, spec, std::max<size_t>(most, 1));
+  if (!chosen.empty()) return chosen;
   std::string seen;
   for (const NetInterface& interface : interfaces) {
     seen += fmt::format("{}{} ({}{})", seen.empty() ? "" : ", ", interface.name,

@@ -1,4 +1,4 @@
-// Which network interface the TCP transport listens on, chosen with NCCL's rules so that a
+// Which network interfaces the TCP transport listens on, chosen with NCCL's rules so that a
 // GROVE_SOCKET_IFNAME written for NCCL_SOCKET_IFNAME means the same thing.
 //
 // The choice is a pure function of the interface list (tested on made-up lists); only
@@ -47,11 +47,22 @@ struct InterfaceFilter {
 std::optional<InterfaceChoice> pickInterface(const std::vector<NetInterface>& interfaces,
                                              std::string_view spec);
 
+/// Every interface `spec` selects, up to `most`, in system order (as NCCL lists them): the
+/// first is pickInterface's choice, each further one a rail of every connection (rails.hpp).
+/// Automatic (empty spec) selects one interface only: a host's other interfaces may not
+/// reach the peers (a management network), so several NICs are used when named. A loopback
+/// interface is never a further one, and a loopback first one gets no further ones.
+std::vector<InterfaceChoice> pickInterfaces(const std::vector<NetInterface>& interfaces,
+                                            std::string_view spec, size_t most);
+
 /// The interfaces of this host (getifaddrs), in system order.
 std::vector<NetInterface> listInterfaces();
 
 /// pickInterface(listInterfaces(), spec), throwing grove::Error(kInvalidArgument) that names
 /// GROVE_SOCKET_IFNAME, the rank and the interfaces seen when nothing fits.
 InterfaceChoice chooseInterface(std::string_view spec, int rank);
+
+/// pickInterfaces(listInterfaces(), spec, most), throwing as chooseInterface when nothing fits.
+std::vector<InterfaceChoice> chooseInterfaces(std::string_view spec, int rank, size_t most);
 
 }  // namespace grove::transport::tcp

@@ -61,6 +61,7 @@ struct Handoff {
   int peer;
   int stream;
   Connection::Direction direction;
+  int rail = 0;  ///< 0: the connection itself; r > 0: its rail r (rails.hpp).
 };
 
 /// A send FIFO the network thread has not attached to its connection yet.
@@ -87,7 +88,10 @@ struct LinksState {
   net::UniqueFd epoll;       ///< The sockets and the eventfd.
   net::UniqueFd quietEpoll;  ///< Only the eventfd: where the network thread sleeps meanwhile.
   net::UniqueFd listener;
-  std::string address;
+  std::string address;    ///< host:port of the first interface (for logs).
+  std::string published;  ///< What peers read from the store: host:port per interface, by commas.
+  /// Sockets per connection: one per interface of GROVE_SOCKET_IFNAME (1..kMaxRails).
+  int rails = 1;
   HelloPolicy policy;
   std::vector<bool> isRemote;  ///< By rank.
 
@@ -122,7 +126,8 @@ struct LinksState {
   std::atomic<int64_t> waitingSinceNs{0};  ///< Start of the current run of failedPeer() calls.
 
   // --- rank thread
-  std::map<int, std::string> peerAddresses;
+  /// By peer: where to dial each rail (index 0: the connection itself), at most `rails`.
+  std::map<int, std::vector<std::string>> peerAddresses;
   std::set<std::pair<int, int>> dialed;  ///< (peer, stream).
 
   // --- the network loop
@@ -161,13 +166,18 @@ struct LinksState {
   }
   void setHelperFd(Helper& helper, int fd);
   /// The address to dial `peer` at: its link address from options.linkAddresses (with the
-  /// port of `published`) when there is one, else `published`; logs the choice.
-  std::string dialAddress(int peer, const std::string& published) const;
-  /// Dials (peer, stream) on a helper thread (openConnectionRetrying).
-  void startDial(int peer, int stream, std::string peerAddress);
+  /// port of `announced`) when there is one, else `announced`; logs the choice.
+  std::string dialAddress(int peer, const std::string& announced) const;
+  /// Where to dial each rail of `peer`, from what it `announced`: the first address as
+  /// dialAddress says, then one per further interface both ranks have (at most `rails`).
+  std::vector<std::string> railAddresses(int peer, const std::string& announced) const;
+  /// Dials (peer, stream) on a helper thread (openConnectionRetrying): the connection (rail 0)
+  /// or its rail `rail`. A rail that cannot be opened is logged and left out, not a failure.
+  void startDial(int peer, int stream, std::string peerAddress, int rail = 0);
   /// Starts the acceptor thread on `listener`.
   void startAcceptor();
-  void handOff(net::UniqueFd socket, int peer, int stream, Connection::Direction direction);
+  void handOff(net::UniqueFd socket, int peer, int stream, Connection::Direction direction,
+               int rail = 0);
   /// Joins helpers that finished (network thread, from time to time).
   void reapHelpers();
 };

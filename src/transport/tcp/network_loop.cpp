@@ -101,6 +101,7 @@ void NetworkLoop::run() {
     }
   }
   std::lock_guard lock(s_.pumpMutex);
+  for (const auto& connection : connections_) logRails(*connection);
   connections_.clear();
   bySerial_.clear();
 }
@@ -155,10 +156,10 @@ void NetworkLoop::dispatch(const epoll_event* events, int count) {
     }
     auto found = bySerial_.find(event.data.u64);
     if (found == bySerial_.end()) continue;  // retired since epoll reported it
-    Connection* connection = found->second;
-    if (event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) connection->markReadable();
-    if (event.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) connection->markHangup();
-    if (event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) connection->markWritable();
+    auto [connection, rail] = found->second;
+    if (event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) connection->markReadable(rail);
+    if (event.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) connection->markHangup(rail);
+    if (event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) connection->markWritable(rail);
   }
 }
 
@@ -217,10 +218,35 @@ bool NetworkLoop::absorbChanges() {
   return true;
 }
 
+void NetworkLoop::attachRail(Connection& connection, int rail, net::UniqueFd socket) {
+  const int fd = socket.get();
+  if (!connection.attachRail(rail, std::move(socket))) {
+    log::warn(s_.options.rank,
+              "TCP transport: dropped rail {} of the connection {} rank {} "
+              "(stream {}): beyond this rank's {} interface(s) or a second one",
+              rail, connection.direction() == Connection::Direction::kOutgoing ? "to" : "from",
+              connection.peer(), connection.stream(), connection.railLimit());
+    return;
+  }
+  const uint64_t serial = nextSerial_++;
+  watch(s_.epoll.get(), fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, serial);
+  bySerial_[serial] = {&connection, rail};
+}
+
 void NetworkLoop::adopt(Handoff handoff) {
   std::pair key{handoff.peer, handoff.stream};
   bool outgoing = handoff.direction == Connection::Direction::kOutgoing;
   auto& table = outgoing ? outgoing_ : incoming_;
+  if (handoff.rail > 0) {
+    auto found = table.find(key);
+    if (found != table.end()) {
+      attachRail(*found->second, handoff.rail, std::move(handoff.socket));
+    } else {
+      waitingRails_[{handoff.direction, handoff.peer, handoff.stream}].emplace_back(
+          handoff.rail, std::move(handoff.socket));
+    }
+    return;
+  }
   if (table.count(key) != 0) {
     log::warn(s_.options.rank,
               "TCP transport: dropped a second connection {} rank {} on "
@@ -233,7 +259,7 @@ void NetworkLoop::adopt(Handoff handoff) {
       std::move(handoff.socket), peer, handoff.stream, s_.options.socketsPerPeer, handoff.direction,
       s_.options.geometry.slotBytes,
       [this, peer](uint16_t lane) { return &s_.recvFifo(peer, lane); }, s_.options.size,
-      s_.options.faultCorruptFrame);
+      s_.options.faultCorruptFrame, s_.rails);
   s_.heard(peer, steadyNs());
   if (outgoing) {
     auto waiting = waitingLanes_.find(key);
@@ -247,8 +273,13 @@ void NetworkLoop::adopt(Handoff handoff) {
   if (byeQueued_) connection->sendControl(FrameKind::kBye);
   const uint64_t serial = nextSerial_++;
   watch(s_.epoll.get(), connection->fd(), EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, serial);
-  bySerial_[serial] = connection.get();
+  bySerial_[serial] = {connection.get(), 0};
   table[key] = connection.get();
+  auto rails = waitingRails_.find({handoff.direction, peer, handoff.stream});
+  if (rails != waitingRails_.end()) {
+    for (auto& [rail, socket] : rails->second) attachRail(*connection, rail, std::move(socket));
+    waitingRails_.erase(rails);
+  }
   if (!outgoing) s_.incomingOpen[peer].fetch_add(1, std::memory_order_release);
   connections_.push_back(std::move(connection));
 }
@@ -274,9 +305,20 @@ bool NetworkLoop::pumpAll(size_t maxFrameBytes) {
   return progress;
 }
 
+void NetworkLoop::logRails(const Connection& connection) const {
+  if (connection.direction() != Connection::Direction::kOutgoing || connection.railLimit() < 2)
+    return;
+  log::info(s_.options.rank, "TCP transport: connection to rank {} (stream {}): {}",
+            connection.peer(), connection.stream(), connection.railSummary());
+}
+
 void NetworkLoop::retire(Connection& connection) {
-  ::epoll_ctl(s_.epoll.get(), EPOLL_CTL_DEL, connection.fd(), nullptr);
-  std::erase_if(bySerial_, [&](const auto& entry) { return entry.second == &connection; });
+  logRails(connection);
+  for (int rail = 0; rail < connection.railLimit(); ++rail) {
+    if (connection.fd(rail) >= 0)
+      ::epoll_ctl(s_.epoll.get(), EPOLL_CTL_DEL, connection.fd(rail), nullptr);
+  }
+  std::erase_if(bySerial_, [&](const auto& entry) { return entry.second.first == &connection; });
   std::pair key{connection.peer(), connection.stream()};
   bool outgoing = connection.direction() == Connection::Direction::kOutgoing;
   (outgoing ? outgoing_ : incoming_).erase(key);

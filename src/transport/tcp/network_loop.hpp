@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -61,18 +62,26 @@ class NetworkLoop {
   std::string abortPayload();
   bool absorbChanges();
   void adopt(Handoff handoff);
+  /// Adds rail `rail` of `connection`, whose socket is `socket`, to it and to epoll.
+  void attachRail(Connection& connection, int rail, net::UniqueFd socket);
   bool pumpAll(size_t maxFrameBytes);
   void retire(Connection& connection);
+  /// Logs (GROVE_DEBUG=INFO) what each socket of an outgoing connection with rails carried.
+  void logRails(const Connection& connection) const;
   bool continueShutdown();
   bool unsentData();
 
   LinksState& s_;
   std::vector<std::unique_ptr<Connection>> connections_;
-  std::map<uint64_t, Connection*> bySerial_;
+  /// Serial -> (connection, rail): the socket epoll names (rail 0: the primary).
+  std::map<uint64_t, std::pair<Connection*, int>> bySerial_;
   uint64_t nextSerial_ = 1;                              ///< 0 names the eventfd.
   std::map<std::pair<int, int>, Connection*> outgoing_;  ///< (peer, stream).
   std::map<std::pair<int, int>, Connection*> incoming_;
   std::map<std::pair<int, int>, std::vector<NewLane>> waitingLanes_;
+  /// Rails whose handshake finished before their connection's: (direction, peer, stream).
+  std::map<std::tuple<Connection::Direction, int, int>, std::vector<std::pair<int, net::UniqueFd>>>
+      waitingRails_;
   /// A frame above the size limit of the current step was left for the network thread.
   bool deferred_ = false;
   bool abortSent_ = false;

@@ -97,7 +97,6 @@ LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Door
     saidBye[r].store(false, std::memory_order_relaxed);
   }
   failures.resize(static_cast<size_t>(o.size));
-  policy = HelloPolicy{o.rank, o.remoteRanks, o.socketsPerPeer, o.geometry.slotBytes};
 
   eventFd = net::UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   epoll = net::UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
@@ -117,35 +116,70 @@ LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Door
   }
   const bool perLink = std::any_of(o.linkAddresses.begin(), o.linkAddresses.end(),
                                    [](const std::string& a) { return !a.empty(); });
-  InterfaceChoice choice = chooseInterface(o.interfaces, o.rank);
-  // Peers dial the topology's per-link addresses: accept on all of them (the wildcard).
+  // The topology's per-link addresses already say which link each edge takes: no rails.
+  std::vector<InterfaceChoice> choices =
+      chooseInterfaces(o.interfaces, o.rank, perLink ? 1 : static_cast<size_t>(kMaxRails));
+  const InterfaceChoice choice = choices.front();
   const bool v6 = choice.address.find(':') != std::string::npos;
+  // One listener serves every rail: the wildcard of the first interface's family.
+  std::erase_if(choices, [&](const InterfaceChoice& c) {
+    return (c.address.find(':') != std::string::npos) != v6;
+  });
+  rails = static_cast<int>(choices.size());
+  policy = HelloPolicy{o.rank, o.remoteRanks, o.socketsPerPeer, o.geometry.slotBytes, rails};
+  // Peers dial the topology's per-link addresses, or one address per rail: accept on all
+  // of them (the wildcard).
+  const bool wildcard = perLink || rails > 1;
   uint16_t port = 0;
   listener =
-      net::listenOn(perLink ? (v6 ? "::" : "0.0.0.0") : choice.address, 0, &port, "TCP transport");
+      net::listenOn(wildcard ? (v6 ? "::" : "0.0.0.0") : choice.address, 0, &port, "TCP transport");
   net::setNonBlocking(listener.get());
   address = net::formatHostPort(choice.address, port);
-  log::info(o.rank, "TCP transport listens on {} ({}){}", address, choice.name,
-            perLink ? fmt::format(" and on every local address (port {}): the topology gives "
-                                  "per-link addresses",
-                                  port)
-                    : "");
+  std::string names;
+  for (const InterfaceChoice& c : choices) {
+    published +=
+        fmt::format("{}{}", published.empty() ? "" : ",", net::formatHostPort(c.address, port));
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", c.name);
+  }
+  log::info(o.rank, "TCP transport listens on {} ({}){}", published, names,
+            perLink     ? fmt::format(" and on every local address (port {}): the topology gives "
+                                          "per-link addresses",
+                                      port)
+            : rails > 1 ? fmt::format(": {} rails, every connection striped over them", rails)
+                        : "");
 }
 
 LinksState::~LinksState() = default;
 
-std::string LinksState::dialAddress(int peer, const std::string& published) const {
-  if (options.linkAddresses.empty()) return published;
+std::string LinksState::dialAddress(int peer, const std::string& announced) const {
+  if (options.linkAddresses.empty()) return announced;
   const std::string& link = options.linkAddresses[static_cast<size_t>(peer)];
-  std::string chosen = published;
+  std::string chosen = announced;
   if (!link.empty()) {
     chosen =
-        net::formatHostPort(link, net::parseHostPort(published, "a published TCP address").port);
+        net::formatHostPort(link, net::parseHostPort(announced, "a published TCP address").port);
   }
   log::info(options.rank, "TCP transport: rank {} via {} ({})", peer, chosen,
             link.empty() ? "published address: the topology names no link of its own"
                          : "the topology's link address");
   return chosen;
+}
+
+std::vector<std::string> LinksState::railAddresses(int peer, const std::string& announced) const {
+  std::vector<std::string> addresses;
+  std::string_view rest = announced;
+  while (!rest.empty() && addresses.size() < static_cast<size_t>(rails)) {
+    const size_t comma = rest.find(',');
+    addresses.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  if (addresses.empty()) addresses.emplace_back();  // parsed (and refused) by the dial
+  addresses.front() = dialAddress(peer, addresses.front());
+  if (addresses.size() > 1) {
+    log::info(options.rank, "TCP transport: rank {} striped over {} rails ({})", peer,
+              addresses.size(), announced);
+  }
+  return addresses;
 }
 
 Fifo& LinksState::recvFifo(int peer, int lane) {
@@ -221,18 +255,19 @@ void LinksState::reapHelpers() {
 }
 
 void LinksState::handOff(net::UniqueFd socket, int peer, int stream,
-                         Connection::Direction direction) {
+                         Connection::Direction direction, int rail) {
   {
     std::lock_guard lock(mutex);
-    handoffs.push_back(Handoff{std::move(socket), peer, stream, direction});
+    handoffs.push_back(Handoff{std::move(socket), peer, stream, direction, rail});
   }
   notifyNetwork();
 }
 
-void LinksState::startDial(int peer, int stream, std::string peerAddress) {
-  startHelper([this, peer, stream, peerAddress = std::move(peerAddress)](Helper& helper) {
+void LinksState::startDial(int peer, int stream, std::string peerAddress, int rail) {
+  startHelper([this, peer, stream, rail, peerAddress = std::move(peerAddress)](Helper& helper) {
     Hello hello;
     hello.stream = static_cast<uint16_t>(stream);
+    hello.rail = static_cast<uint16_t>(rail);
     hello.src = static_cast<uint32_t>(options.rank);
     hello.dst = static_cast<uint32_t>(peer);
     hello.slotBytes = options.geometry.slotBytes;
@@ -241,33 +276,39 @@ void LinksState::startDial(int peer, int stream, std::string peerAddress) {
     try {
       auto onRetry = [&](const std::string& why) {
         setHelperFd(helper, -1);
-        log::info(options.rank, "TCP transport: dialing rank {} at {} (stream {}) again: {}", peer,
-                  peerAddress, stream, why);
+        log::info(options.rank,
+                  "TCP transport: dialing rank {} at {} (stream {}, rail {}) again: {}", peer,
+                  peerAddress, stream, rail, why);
       };
       socket = openConnectionRetrying(
           peerAddress, hello, options.secret, deadline, &cancelHelpers,
           [&](int fd) { setHelperFd(helper, fd); }, onRetry);
     } catch (const std::exception& error) {
       setHelperFd(helper, -1);
-      if (!cancelHelpers) {
+      if (cancelHelpers) return;
+      if (rail > 0) {
+        // The connection still moves every byte on its other sockets.
+        log::warn(options.rank, "TCP transport: rail {} to rank {} at {} (stream {}) left out: {}",
+                  rail, peer, peerAddress, stream, error.what());
+      } else {
         markFailed(peer, fmt::format("cannot connect to rank {} at {} (stream {}): {}", peer,
                                      peerAddress, stream, error.what()));
       }
       return;
     }
     setHelperFd(helper, -1);
-    log::info(options.rank, "TCP transport: connected to rank {} at {} (stream {})", peer,
-              peerAddress, stream);
-    handOff(std::move(socket), peer, stream, Connection::Direction::kOutgoing);
+    log::info(options.rank, "TCP transport: connected to rank {} at {} (stream {}, rail {})", peer,
+              peerAddress, stream, rail);
+    handOff(std::move(socket), peer, stream, Connection::Direction::kOutgoing, rail);
   });
 }
 
 void LinksState::startAcceptor() {
   auto onAccepted = [this](net::UniqueFd socket, const Hello& hello, const std::string& from) {
-    log::info(options.rank, "TCP transport: accepted rank {} (stream {}) from {}", hello.src,
-              hello.stream, from);
+    log::info(options.rank, "TCP transport: accepted rank {} (stream {}, rail {}) from {}",
+              hello.src, hello.stream, hello.rail, from);
     handOff(std::move(socket), static_cast<int>(hello.src), hello.stream,
-            Connection::Direction::kIncoming);
+            Connection::Direction::kIncoming, hello.rail);
   };
   acceptor = std::make_unique<Acceptor>(listener.get(), policy, options.secret,
                                         TcpLinks::kMaxPendingHandshakes, options.handshakeTimeout,
@@ -299,7 +340,7 @@ struct TcpLinks::Impl {
 TcpLinks::TcpLinks(bootstrap::Store& store, TcpOptions options, Doorbell& rankBell)
     : impl_(std::make_unique<Impl>(store, std::move(options), rankBell)) {
   tcp::LinksState& s = impl_->state;
-  s.store.set(fmt::format("{}/tcp/{}", s.options.keyPrefix, s.options.rank), s.address);
+  s.store.set(fmt::format("{}/tcp/{}", s.options.keyPrefix, s.options.rank), s.published);
   s.startAcceptor();
   s.loop = std::make_unique<tcp::NetworkLoop>(s);
   s.network = std::thread([&s] { s.loop->run(); });
@@ -349,15 +390,20 @@ Fifo& TcpLinks::sendFifo(int peer, int lane) {
     if (known == s.peerAddresses.end()) {
       std::string key = fmt::format("{}/tcp/{}", s.options.keyPrefix, peer);
       try {
-        known =
-            s.peerAddresses.emplace(peer, s.dialAddress(peer, s.store.get(key, s.options.timeout)))
-                .first;
+        known = s.peerAddresses
+                    .emplace(peer, s.railAddresses(peer, s.store.get(key, s.options.timeout)))
+                    .first;
       } catch (const std::exception& error) {
         s.markFailed(peer,
                      fmt::format("no address for rank {} under '{}': {}", peer, key, error.what()));
       }
     }
-    if (known != s.peerAddresses.end()) s.startDial(peer, stream, known->second);
+    if (known != s.peerAddresses.end()) {
+      const std::vector<std::string>& addresses = known->second;
+      for (size_t rail = 0; rail < addresses.size(); ++rail) {
+        s.startDial(peer, stream, addresses[rail], static_cast<int>(rail));
+      }
+    }
   }
   s.notifyNetwork();
   return *fifo;

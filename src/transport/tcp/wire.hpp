@@ -4,10 +4,13 @@
 // Every connection carries one direction of one (src rank -> dst rank, stream) pair. After
 // the secret handshake (bootstrap::authenticate) the connecting side sends a Hello, the
 // accepting side validates it and answers with an Ack; from then on both sides speak frames:
-// a fixed 48-byte header followed by `bytes` payload bytes (data frames src -> dst, and the
-// abort frame's notice). A data frame's header carries the message's MessageTag (which call
-// it belongs to, and its checksum under GROVE_CHECKSUM) from the sender's slot to the
-// receiver's. Control frames (abort, bye, heartbeat) may travel either way. All
+// a fixed 64-byte header followed by `bytes` payload bytes (data frames src -> dst, and the
+// abort frame's notice). A connection may have rails (one more socket per extra network
+// interface, opened with a Hello naming the rail): a large data frame's header says how many
+// of its payload bytes travel on each rail, and those pieces follow on the rails' sockets in
+// frame order, bare (no header of their own). A data frame's header carries the message's
+// MessageTag (which call it belongs to, and its checksum under GROVE_CHECKSUM) from the sender's
+// slot to the receiver's. Control frames (abort, bye, heartbeat) may travel either way. All
 // integers are little-endian and every field read from the wire is range-checked before it
 // is used.
 #pragma once
@@ -32,7 +35,10 @@ inline constexpr uint32_t kFrameMagic = 0x47524654;  ///< "TFRG": start of every
 inline constexpr uint32_t kHelloMagic = 0x47524848;  ///< "HHRG": the hello and its ack.
 /// 2: abort frames carry a notice (origin rank and cause); heartbeat frames.
 /// 3: data frame headers carry the message's tag; abort notices carry flags.
-inline constexpr uint16_t kWireVersion = 3;
+/// 4: headers carry the rails' shares of a data frame; the hello names its rail.
+inline constexpr uint16_t kWireVersion = 4;
+/// Sockets one connection may stripe over: the primary (rail 0) and up to 3 rails.
+inline constexpr int kMaxRails = 4;
 /// Longest cause an abort notice carries (= FailureInfo::kMaxCauseBytes).
 inline constexpr size_t kMaxAbortCause = 480;
 /// An abort frame's payload: {u32 origin, u32 flags, cause bytes}: 8 to 8 + kMaxAbortCause
@@ -53,15 +59,27 @@ enum class FrameKind : uint16_t {
 
 /// Frame header: {u32 magic, u16 lane, u16 kind, u64 bytes, MessageTag tag (32 bytes: u64
 /// call, u64 count, u32 checksum, i32 root, u32 algorithm, u8 collective, u8 type, u8 op,
-/// u8 flags)}. The tag is zero in control frames. Its fields are only compared, never used
-/// to size or index anything, so no value of it is unsafe.
+/// u8 flags), u32 railBytes[3], u32 reserved (0)}. The tag is zero in control frames. Its
+/// fields are only compared, never used to size or index anything, so no value of it is
+/// unsafe. railBytes[i]: payload bytes that rail i+1 carries; the primary socket carries the
+/// first bytes - sum(railBytes) bytes, rail 1 the next railBytes[0], and so on. Zero in
+/// control frames.
 struct FrameHeader {
-  static constexpr size_t kBytes = 48;
+  static constexpr size_t kBytes = 64;
   uint32_t magic = kFrameMagic;
   uint16_t lane = 0;
   uint16_t kind = 0;
   uint64_t bytes = 0;
   MessageTag tag;
+  uint32_t railBytes[kMaxRails - 1] = {};
+  uint32_t reserved = 0;
+
+  /// Payload bytes on the rails (the rest is on the primary socket).
+  uint64_t railTotal() const {
+    uint64_t total = 0;
+    for (uint32_t piece : railBytes) total += piece;
+    return total;
+  }
 
   void encode(unsigned char* out) const {
     std::memcpy(out, &magic, 4);
@@ -77,6 +95,8 @@ struct FrameHeader {
     out[45] = tag.type;
     out[46] = tag.op;
     out[47] = tag.flags;
+    std::memcpy(out + 48, railBytes, sizeof railBytes);
+    std::memcpy(out + 60, &reserved, 4);
   }
   static FrameHeader decode(const unsigned char* in) {
     FrameHeader header;
@@ -93,6 +113,8 @@ struct FrameHeader {
     header.tag.type = in[45];
     header.tag.op = in[46];
     header.tag.flags = in[47];
+    std::memcpy(header.railBytes, in + 48, sizeof header.railBytes);
+    std::memcpy(&header.reserved, in + 60, 4);
     return header;
   }
 };
@@ -103,6 +125,7 @@ struct FrameRules {
   uint64_t slotBytes = 0;    ///< Largest data payload (the receive FIFO's slot size).
   int streams = 1;           ///< socketsPerPeer: lane L travels on stream L % streams.
   int stream = 0;            ///< This connection's stream.
+  int rails = 1;             ///< Sockets of this connection (primary + rails) that may carry data.
 };
 
 /// The receiver's verdict on a frame header.
@@ -115,18 +138,30 @@ enum class FrameCheck {
   kWrongStream,     ///< The lane belongs to another stream of this peer.
   kBadControlSize,  ///< An abort notice outside 8..8+kMaxAbortCause bytes, or a heartbeat with
                     ///< a payload.
+  kBadStripe,       ///< Rail shares in a control frame, on a rail the connection lacks, larger
+                    ///< than the frame, or a nonzero reserved field.
 };
 
 /// Checks every field of a received header before any of it is used (a pure function: the
 /// fuzzer calls it on arbitrary bytes). Only a kOk data header may size a read.
 inline FrameCheck checkFrameHeader(const FrameHeader& header, const FrameRules& rules) {
   if (header.magic != kFrameMagic) return FrameCheck::kBadMagic;
+  if (header.reserved != 0) return FrameCheck::kBadStripe;
+  const bool striped = header.railTotal() != 0;
+  if (striped && header.kind != static_cast<uint16_t>(FrameKind::kData) &&
+      header.kind <= static_cast<uint16_t>(FrameKind::kHeartbeat)) {
+    return FrameCheck::kBadStripe;
+  }
   switch (static_cast<FrameKind>(header.kind)) {
     case FrameKind::kData:
       if (!rules.acceptsData) return FrameCheck::kUnexpectedData;
       if (header.bytes > rules.slotBytes) return FrameCheck::kTooLarge;
       if (rules.streams < 1 || header.lane % rules.streams != rules.stream) {
         return FrameCheck::kWrongStream;
+      }
+      if (header.railTotal() > header.bytes) return FrameCheck::kBadStripe;
+      for (int rail = 1; rail < kMaxRails; ++rail) {
+        if (header.railBytes[rail - 1] != 0 && rail >= rules.rails) return FrameCheck::kBadStripe;
       }
       return FrameCheck::kOk;
     case FrameKind::kAbort:
@@ -163,6 +198,13 @@ inline std::string describeFrameProblem(FrameCheck check, const FrameHeader& hea
       return fmt::format("rank {} sent lane {} on stream {} (expected stream {})", peer,
                          header.lane, rules.stream,
                          rules.streams < 1 ? -1 : header.lane % rules.streams);
+    case FrameCheck::kBadStripe:
+      return fmt::format(
+          "rank {} sent a frame (kind {}, {} bytes) with rail shares {}, {}, {} and reserved "
+          "field {:#x} (expected shares only in data frames, at most the frame's bytes in all, "
+          "none beyond this connection's {} socket(s), and a zero reserved field)",
+          peer, header.kind, header.bytes, header.railBytes[0], header.railBytes[1],
+          header.railBytes[2], header.reserved, rules.rails);
     case FrameCheck::kBadControlSize:
       return fmt::format(
           "rank {} sent a {} frame of {} bytes (expected {})", peer,
@@ -214,15 +256,18 @@ struct AbortNotice {
 };
 
 /// First message of the connecting side: {u32 magic, u16 version, u16 stream, u32 src,
-/// u32 dst, u64 slotBytes}.
+/// u32 dst, u64 slotBytes, u16 rail, u16 reserved (0)}. rail 0 opens the connection of
+/// (src -> dst, stream); rail r > 0 adds the socket that carries rail r's pieces of it.
 struct Hello {
-  static constexpr size_t kBytes = 24;
+  static constexpr size_t kBytes = 28;
   uint32_t magic = kHelloMagic;
   uint16_t version = kWireVersion;
   uint16_t stream = 0;
   uint32_t src = 0;
   uint32_t dst = 0;
   uint64_t slotBytes = 0;
+  uint16_t rail = 0;
+  uint16_t reserved = 0;
 
   void encode(unsigned char* out) const {
     std::memcpy(out, &magic, 4);
@@ -231,6 +276,8 @@ struct Hello {
     std::memcpy(out + 8, &src, 4);
     std::memcpy(out + 12, &dst, 4);
     std::memcpy(out + 16, &slotBytes, 8);
+    std::memcpy(out + 24, &rail, 2);
+    std::memcpy(out + 26, &reserved, 2);
   }
   static Hello decode(const unsigned char* in) {
     Hello hello;
@@ -240,6 +287,8 @@ struct Hello {
     std::memcpy(&hello.src, in + 8, 4);
     std::memcpy(&hello.dst, in + 12, 4);
     std::memcpy(&hello.slotBytes, in + 16, 8);
+    std::memcpy(&hello.rail, in + 24, 2);
+    std::memcpy(&hello.reserved, in + 26, 2);
     return hello;
   }
 };
@@ -252,6 +301,7 @@ enum class HelloStatus : uint32_t {
   kUnknownSource = 3,     ///< src is not one of the acceptor's TCP peers.
   kBadStream = 4,         ///< stream >= the acceptor's socketsPerPeer.
   kGeometryMismatch = 5,  ///< slotBytes differs (GROVE_SLOT_BYTES not the same everywhere).
+  kBadRail = 6,           ///< rail >= the acceptor's interface count, or reserved != 0.
 };
 
 /// Human-readable meaning of a HelloStatus (for error messages on the connecting side).
@@ -269,6 +319,8 @@ inline const char* describe(HelloStatus status) {
       return "stream index beyond the listener's GROVE_NSOCKS";
     case HelloStatus::kGeometryMismatch:
       return "different GROVE_SLOT_BYTES";
+    case HelloStatus::kBadRail:
+      return "rail beyond the listener's interfaces (GROVE_SOCKET_IFNAME)";
   }
   return "unknown status";
 }
