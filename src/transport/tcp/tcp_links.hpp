@@ -31,7 +31,9 @@ struct TcpOptions {
   /// blocks the rest, and plans whose channels wait on each other can deadlock). Tests may
   /// set fewer.
   int socketsPerPeer = kStreamsPerLane;
-  std::string interfaces;  ///< GROVE_SOCKET_IFNAME (NCCL syntax), empty = automatic.
+  /// GROVE_SOCKET_IFNAME (NCCL syntax), empty = automatic (one interface). Every interface a
+  /// list selects (up to kMaxRails) carries a socket of each connection (rails.hpp).
+  std::string interfaces;
   /// GROVE_TCP_DIRECT_BYTES: a rank waiting for a call writes and reads frames of at most
   /// this many payload bytes on its own thread (progress()); larger ones, and everything
   /// while the rank computes or sleeps, move on the network thread. 0: always the network
