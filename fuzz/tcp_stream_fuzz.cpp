@@ -2,7 +2,9 @@
 // fed a peer's byte stream in fuzzer-chosen pieces, so that the partial reads and the
 // read-ahead of the next header behind a payload are exercised too. An oracle parses the
 // same bytes frame by frame with checkFrameHeader and says which messages each lane must
-// receive; the connection must deliver exactly those, and must not stay open at EOF.
+// receive; the connection must deliver exactly those, and must not stay open at EOF. With a
+// rail (a third leading byte, nonzero), the tail of the input is a second socket's stream:
+// the pieces data frames give rail 1 (FrameHeader::railBytes) are read from it.
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -39,11 +41,14 @@ struct Lane {
   std::vector<std::string> received;
 };
 
-// The messages per lane a correct reader delivers for `stream`.
+// The messages per lane a correct reader delivers for `stream`, given the primary's bytes
+// `data` and rail 1's bytes `rail`.
 std::map<uint16_t, std::vector<std::string>> expected(const uint8_t* data, size_t size,
+                                                      const uint8_t* rail, size_t railSize,
                                                       FrameRules rules) {
   std::map<uint16_t, std::vector<std::string>> out;
   size_t at = 0;
+  size_t railAt = 0;
   while (size - at >= FrameHeader::kBytes) {
     FrameHeader header = FrameHeader::decode(data + at);
     at += FrameHeader::kBytes;
@@ -55,9 +60,14 @@ std::map<uint16_t, std::vector<std::string>> expected(const uint8_t* data, size_
       rules.acceptsData = false;
       continue;
     }
-    if (header.bytes > size - at) break;
-    out[header.lane].emplace_back(reinterpret_cast<const char*>(data + at), header.bytes);
-    at += header.bytes;
+    const uint64_t onRail = header.railBytes[0];
+    const uint64_t onPrimary = header.bytes - header.railTotal();
+    if (onPrimary > size - at || onRail > railSize - railAt) break;
+    std::string message(reinterpret_cast<const char*>(data + at), onPrimary);
+    message.append(reinterpret_cast<const char*>(rail + railAt), onRail);
+    out[header.lane].push_back(std::move(message));
+    at += onPrimary;
+    railAt += onRail;
   }
   return out;
 }
@@ -65,11 +75,16 @@ std::map<uint16_t, std::vector<std::string>> expected(const uint8_t* data, size_
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 2) return 0;
+  if (size < 3) return 0;
   const uint8_t settings = data[0];
   const size_t piece = 1 + data[1] % 40;  // Bytes written per step: splits headers too.
-  data += 2;
-  size -= 2;
+  const uint8_t railShare = data[2];      // 0: no rail; else the rail's part of the input.
+  data += 3;
+  size -= 3;
+  const int rails = railShare == 0 ? 1 : 2;
+  const size_t railSize = railShare == 0 ? 0 : size * railShare / 512;
+  const uint8_t* rail = data + (size - railSize);
+  size -= railSize;
   const size_t slotBytes = size_t{16} << (settings & 3);
   const uint32_t depth = 1 + ((settings >> 2) & 1);
   const int streams = 1 + ((settings >> 3) & 3);
@@ -77,6 +92,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0) return 0;
+  int railFds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, railFds) != 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return 0;
+  }
   Doorbell netBell, rankBell;
   std::map<uint16_t, Lane> lanes;
   auto lookup = [&](uint16_t lane) -> Fifo* {
@@ -91,10 +112,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return l.fifo.get();
   };
   Connection connection(grove::net::UniqueFd(fds[0]), 3, stream, streams,
-                        Connection::Direction::kIncoming, slotBytes, lookup);
+                        Connection::Direction::kIncoming, slotBytes, lookup, 0, 0, rails);
+  grove::net::UniqueFd railEnd(railFds[0]);
+  if (rails == 2) require(connection.attachRail(1, std::move(railEnd)));
   auto pump = [&] {
     for (int rounds = 0; rounds < 100000; ++rounds) {
       connection.markReadable();
+      if (rails == 2) connection.markReadable(1);
       bool moved = connection.pumpRead();
       for (auto& [id, lane] : lanes) {
         size_t bytes = 0;
@@ -109,18 +133,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     std::abort();  // The reader never settles.
   };
-  for (size_t at = 0; at < size; at += piece) {
-    size_t n = std::min(piece, size - at);
-    if (::write(fds[1], data + at, n) != static_cast<ssize_t>(n)) break;
+  for (size_t at = 0; at < std::max(size, railSize); at += piece) {
+    if (at < size) {
+      size_t n = std::min(piece, size - at);
+      if (::write(fds[1], data + at, n) != static_cast<ssize_t>(n)) break;
+    }
+    if (at < railSize) {
+      size_t n = std::min(piece, railSize - at);
+      if (::write(railFds[1], rail + at, n) != static_cast<ssize_t>(n)) break;
+    }
     pump();
   }
+  ::close(railFds[1]);
   ::close(fds[1]);
   pump();
   require(connection.state() != Connection::State::kOpen);
   require(!connection.error().empty());
 
-  FrameRules rules{true, slotBytes, streams, stream};
-  auto want = expected(data, size, rules);
+  FrameRules rules{true, slotBytes, streams, stream, rails};
+  auto want = expected(data, size, rail, railSize, rules);
   for (auto& [id, lane] : lanes) {
     require(want[id] == lane.received);
   }
