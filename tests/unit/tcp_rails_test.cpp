@@ -1,6 +1,7 @@
-// Rails of a TCP connection (transport/tcp/rails.hpp): how frames are split, which interfaces
-// become rails, and a connection pair with a rail each way moving striped and whole frames
-// exactly, over socketpairs driven by hand (the network loop's part: readiness marks).
+// Rails of a TCP connection (transport/tcp/rails.hpp): how frames are split, and connection
+// pairs with 1 to 4 sockets moving striped and whole frames exactly, over socketpairs driven by
+// hand (the network loop's part: readiness marks); a rail that ends mid-frame, shares the
+// receiver cannot take.
 #include <gtest/gtest.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -13,7 +14,6 @@
 #include <vector>
 
 #include "transport/tcp/connection.hpp"
-#include "transport/tcp/interfaces.hpp"
 #include "transport/tcp/rails.hpp"
 
 namespace grove::transport {
@@ -36,30 +36,6 @@ TEST(TcpRails, SplitsInProportionOnTheGrain) {
   EXPECT_EQ(splitFrame(kSlot, {1, 0, 0, 0}), (Shares{0, 0, 0}));
   EXPECT_EQ(splitFrame(0, {1, 1, 0, 0}), (Shares{0, 0, 0}));
   EXPECT_EQ(splitFrame(tcp::kStripeMinBytes, {1, 1, 0, 0}), (Shares{32768, 0, 0}));
-}
-
-std::string names(const std::vector<tcp::InterfaceChoice>& chosen) {
-  std::string out;
-  for (const auto& c : chosen) out += (out.empty() ? "" : " ") + c.name;
-  return out;
-}
-
-TEST(TcpRails, EveryNamedInterfaceIsARailButLoopbackNever) {
-  std::vector<tcp::NetInterface> list = {
-      {"lo", {"127.0.0.1"}, true, true},     {"eth0", {"198.18.0.1"}, true, false},
-      {"eth1", {"198.18.1.1"}, true, false}, {"eth2", {"198.18.2.1"}, false, false},
-      {"eth3", {"fe80::3"}, true, false},    {"ib0", {"10.0.0.1"}, true, false},
-  };
-  EXPECT_EQ(names(tcp::pickInterfaces(list, "eth", 4)), "eth0 eth1");  // eth2 down, eth3 no address
-  EXPECT_EQ(names(tcp::pickInterfaces(list, "ib,eth", 4)), "eth0 eth1 ib0");  // system order
-  EXPECT_EQ(names(tcp::pickInterfaces(list, "ib,eth", 2)), "eth0 eth1");
-  EXPECT_EQ(names(tcp::pickInterfaces(list, "", 4)), "eth0");  // automatic: one
-  EXPECT_EQ(names(tcp::pickInterfaces(list, "^lo", 4)), "eth0 eth1 ib0");
-  EXPECT_EQ(names(tcp::pickInterfaces(list, "^ib", 4)), "lo");  // loopback first: alone
-  EXPECT_EQ(names(tcp::pickInterfaces(list, "eth,lo", 4)), "lo");
-  EXPECT_EQ(names(tcp::pickInterfaces(list, "=eth1,eth0", 4)), "eth0 eth1");
-  EXPECT_EQ(names(tcp::pickInterfaces(list, "wlan", 4)), "");
-  EXPECT_EQ(tcp::pickInterface(list, "eth")->name, "eth0");
 }
 
 struct Free {

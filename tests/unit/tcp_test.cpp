@@ -2,8 +2,8 @@
 // exchanging many messages of exact bytes on several lanes both ways (zero-length and
 // full-slot ones included) over 1 and 3 sockets per peer; abort, a SIGKILLed peer, garbage
 // and silent clients on the listen port, a wrong secret, an oversized frame from an
-// authenticated peer, clean shutdown with messages in flight; and the pure parts: interface
-// selection (NCCL rules), hello checks, frame encoding, host:port parsing.
+// authenticated peer, clean shutdown with messages in flight; host:port parsing and dialing.
+// Interface choice and the wire's bytes: tcp_wire_test.cpp.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -22,7 +22,6 @@
 #include "grove/error.hpp"
 #include "support/tcp_pair.hpp"
 #include "transport/tcp/handshake.hpp"
-#include "transport/tcp/interfaces.hpp"
 #include "transport/tcp/tcp_links.hpp"
 #include "transport/tcp/wire.hpp"
 
@@ -310,119 +309,6 @@ TEST(TcpLinks, RoundTripOfEightByteMessages) {
   double micros = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   peer.join();
   std::printf("8-byte round trip over loopback: %.1f us\n", micros / rounds);
-}
-
-// ----- pure functions
-
-std::vector<tcp::NetInterface> sampleInterfaces() {
-  return {
-      {"lo", {"127.0.0.1", "::1"}, true, true},         {"docker0", {"172.17.0.1"}, true, false},
-      {"eth0", {"fe80::1", "fd00::2"}, true, false},    {"eth1", {"10.0.0.5"}, false, false},
-      {"ib0", {"fe80::7", "192.168.1.9"}, true, false}, {"ib1", {"fe80::9"}, true, false},
-  };
-}
-
-std::string pick(std::string_view spec, const std::vector<tcp::NetInterface>& list) {
-  auto choice = tcp::pickInterface(list, spec);
-  return choice ? choice->name + " " + choice->address : "none";
-}
-
-TEST(TcpInterfaces, PicksPerTheNcclRules) {
-  auto list = sampleInterfaces();
-  EXPECT_EQ(pick("", list), "docker0 172.17.0.1");  // first up non-loopback
-  EXPECT_EQ(pick("eth", list), "eth0 fd00::2");     // eth1 is down; link-local skipped
-  EXPECT_EQ(pick("ib", list), "ib0 192.168.1.9");   // IPv4 preferred within an interface
-  EXPECT_EQ(pick("=ib", list), "none");             // exact names only
-  EXPECT_EQ(pick("=ib1,ib0", list), "ib0 192.168.1.9");
-  EXPECT_EQ(pick("=ib1", list), "none");  // only a link-local address
-  EXPECT_EQ(pick("^docker,lo", list), "eth0 fd00::2");
-  EXPECT_EQ(pick("^=eth0,docker0", list), "lo 127.0.0.1");
-  EXPECT_EQ(pick(" lo ", list), "lo 127.0.0.1");
-  EXPECT_EQ(pick("wlan", list), "none");
-  std::vector<tcp::NetInterface> loopbackOnly = {list[0], list[3]};
-  EXPECT_EQ(pick("", loopbackOnly), "lo 127.0.0.1");
-  EXPECT_EQ(pick("", {}), "none");
-  tcp::InterfaceFilter filter = tcp::InterfaceFilter::parse("^=a, b,,c");
-  EXPECT_TRUE(filter.exclude);
-  EXPECT_TRUE(filter.exact);
-  EXPECT_EQ(filter.names, (std::vector<std::string>{"a", "b", "c"}));
-  EXPECT_FALSE(filter.accepts("b"));
-  EXPECT_TRUE(filter.accepts("bb"));
-}
-
-TEST(TcpInterfaces, ThisHostHasLoopback) {
-  EXPECT_EQ(tcp::chooseInterface("lo", 0).address, "127.0.0.1");
-  EXPECT_THROW(tcp::chooseInterface("=nope0", 3), Error);
-}
-
-TEST(TcpWire, FramesAndHellosEncodeLittleEndian) {
-  tcp::FrameHeader header;
-  header.lane = 0x0102;
-  header.kind = 1;
-  header.bytes = 0x0a0b0c0d;
-  header.tag.call = 0x1122;
-  header.tag.count = 0x33445566;
-  header.tag.checksum = 0xdeadbeef;
-  header.tag.root = -1;
-  header.tag.algorithm = 0x01020304;
-  header.tag.collective = 3;
-  header.tag.type = 7;
-  header.tag.op = 4;
-  header.tag.flags = 1;
-  header.railBytes[0] = 0x1000;
-  header.railBytes[2] = 0x20000;
-  static_assert(tcp::FrameHeader::kBytes == 64);
-  unsigned char bytes[tcp::FrameHeader::kBytes];
-  header.encode(bytes);
-  const unsigned char expected[tcp::FrameHeader::kBytes] = {
-      0x54, 0x46, 0x52, 0x47, 0x02, 0x01, 0x01, 0x00,  // magic, lane, kind
-      0x0d, 0x0c, 0x0b, 0x0a, 0,    0,    0,    0,     // bytes
-      0x22, 0x11, 0,    0,    0,    0,    0,    0,     // call
-      0x66, 0x55, 0x44, 0x33, 0,    0,    0,    0,     // count
-      0xef, 0xbe, 0xad, 0xde, 0xff, 0xff, 0xff, 0xff,  // checksum, root
-      0x04, 0x03, 0x02, 0x01, 3,    7,    4,    1,     // algorithm, collective, type, op, flags
-      0,    0x10, 0,    0,    0,    0,    0,    0,     // rail 1, rail 2
-      0,    0,    0x02, 0,    0,    0,    0,    0};    // rail 3, reserved
-  EXPECT_EQ(std::memcmp(bytes, expected, sizeof expected), 0);
-  tcp::FrameHeader back = tcp::FrameHeader::decode(bytes);
-  EXPECT_EQ(back.lane, 0x0102);
-  EXPECT_EQ(back.bytes, 0x0a0b0c0du);
-  EXPECT_TRUE(back.tag.sameCall(header.tag));
-  EXPECT_EQ(back.tag.checksum, 0xdeadbeefu);
-  EXPECT_EQ(back.tag.flags, 1);
-  EXPECT_EQ(back.railBytes[0], 0x1000u);
-  EXPECT_EQ(back.railBytes[1], 0u);
-  EXPECT_EQ(back.railBytes[2], 0x20000u);
-  EXPECT_EQ(back.railTotal(), 0x21000u);
-
-  tcp::HelloPolicy policy{4, {1, 7}, 2, 4096, 2};
-  tcp::Hello hello;
-  hello.src = 7;
-  hello.dst = 4;
-  hello.stream = 1;
-  hello.slotBytes = 4096;
-  hello.rail = 1;
-  static_assert(tcp::Hello::kBytes == 28);
-  unsigned char helloBytes[tcp::Hello::kBytes];
-  hello.encode(helloBytes);
-  EXPECT_EQ(helloBytes[24], 1);  // rail, little-endian
-  EXPECT_EQ(helloBytes[25], 0);
-  tcp::Hello decoded = tcp::Hello::decode(helloBytes);
-  EXPECT_EQ(decoded.rail, 1);
-  EXPECT_EQ(tcp::checkHello(decoded, policy), tcp::HelloStatus::kAccepted);
-  auto with = [&](auto change) {
-    tcp::Hello copy = hello;
-    change(copy);
-    return tcp::checkHello(copy, policy);
-  };
-  EXPECT_EQ(with([](auto& h) { h.version = 9; }), tcp::HelloStatus::kBadVersion);
-  EXPECT_EQ(with([](auto& h) { h.dst = 1; }), tcp::HelloStatus::kWrongDestination);
-  EXPECT_EQ(with([](auto& h) { h.src = 4; }), tcp::HelloStatus::kUnknownSource);
-  EXPECT_EQ(with([](auto& h) { h.stream = 2; }), tcp::HelloStatus::kBadStream);
-  EXPECT_EQ(with([](auto& h) { h.slotBytes = 1; }), tcp::HelloStatus::kGeometryMismatch);
-  EXPECT_EQ(with([](auto& h) { h.rail = 2; }), tcp::HelloStatus::kBadRail);
-  EXPECT_EQ(with([](auto& h) { h.reserved = 1; }), tcp::HelloStatus::kBadRail);
-  EXPECT_EQ(with([](auto& h) { h.rail = 0; }), tcp::HelloStatus::kAccepted);
 }
 
 TEST(TcpSocket, HostPortAndIpv6Loopback) {

@@ -1,4 +1,4 @@
-// The rails of a TCP connection (see rails.hpp): splitting frames, moving pieces, rates.
+// The rails of a TCP connection (see rails.hpp): splitting frames, moving pieces, weights.
 #include "transport/tcp/rails.hpp"
 
 #include <fmt/format.h>
@@ -64,6 +64,11 @@ uint64_t Rails::planSend(const char* payload, uint64_t bytes, uint32_t* railByte
   std::memset(railBytes, 0, sizeof(uint32_t) * (kMaxRails - 1));
   // The pieces of the previous frame are all done; small frames leave them so.
   if (limit_ == 1 || bytes < kStripeMinBytes) return bytes;
+  // No rail (yet, or the peer has fewer interfaces): no backlogs to read.
+  bool anyRail = false;
+  for (int rail = 1; rail < limit_; ++rail)
+    anyRail = anyRail || (attached(rail) && !rails_[rail].ended);
+  if (!anyRail) return bytes;
   balanceBacklogs(primaryFd);
   const std::array<uint32_t, kMaxRails - 1> shares = splitFrame(bytes, weights());
   uint64_t railTotal = 0;
