@@ -52,10 +52,10 @@
     "largest TCP frame a waiting rank sends or reads on its own thread (0: the network thread)") \
   P(NicSpeed, "GROVE_NIC_SPEED", ParamKind::kInteger, ParamScope::kCommunicator, "0", "Mbit/s", \
     0, 100000000, 1, "", false,                                                                  \
-    "this host's NIC rate for the topology grove builds from the ranks' hosts (0: 100 Gbit/s)")  \
+    "this host's NIC rate for the topology grove builds from the ranks' hosts (0: sysfs, else 100 Gbit/s)") \
   P(Compress, "GROVE_COMPRESS", ParamKind::kEnum, ParamScope::kCommunicator, "auto", "", 0, 0, \
     1, "auto|on|off", false,                                                                     \
-    "compress messages over TCP (auto: when GROVE_NIC_SPEED is below the codec's rate)")         \
+    "compress messages over TCP (auto: when the NIC rate is below the codec's rate)")            \
   P(HostId, "GROVE_HOST_ID", ParamKind::kString, ParamScope::kCommunicator, "", "", 0, 0, 1, "", \
     false, "overrides which processes count as one host")                                        \
   P(Nsocks, "GROVE_NSOCKS", ParamKind::kString, ParamScope::kCommunicator, "", "", 0, 0, 1, "",  \

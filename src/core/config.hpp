@@ -92,7 +92,11 @@ struct Config {
   /// GROVE_HOST_ID: overrides which processes count as one host; empty = detected.
   std::string hostId;
   /// GROVE_NIC_SPEED: this host's NIC rate in Mbit/s (0: unknown, topo::kDefaultNicGbit).
+  /// When not given, a process's bootstrap reads it from the NICs' drivers (sysfs,
+  /// transport/tcp/link_speed.hpp) where they report one.
   int64_t nicSpeedMbps = 0;
+  /// Where nicSpeedMbps came from, for the logs: "GROVE_NIC_SPEED", or what was read.
+  std::string nicSpeedSource = "GROVE_NIC_SPEED";
   /// GROVE_COMPRESS: which links compress their messages (core/link_compression.hpp).
   enum class Compress { kAuto, kOn, kOff };
   Compress compress = Compress::kAuto;

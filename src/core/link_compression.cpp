@@ -22,15 +22,18 @@ std::unique_ptr<exec::LinkCodec> makeLinkCodec(const Config& config,
   std::string why = compress ? "GROVE_COMPRESS=on" : "GROVE_COMPRESS=off";
   if (config.compress == Config::Compress::kAuto) {
     if (config.nicSpeedMbps <= 0) {
-      why = "GROVE_COMPRESS=auto and no GROVE_NIC_SPEED (the link's rate is unknown)";
+      why =
+          fmt::format("GROVE_COMPRESS=auto and the link's rate is unknown (no GROVE_NIC_SPEED; {})",
+                      config.nicSpeedSource);
     } else {
       const double link = static_cast<double>(config.nicSpeedMbps) * 1e6 / 8;
       const double codec = exec::measuredCodecBytesPerSecond();
       compress = link < codec;
       why = fmt::format(
-          "GROVE_COMPRESS=auto: this host's NIC ({} Mbit/s, {:.3f} GB/s) is {} "
+          "GROVE_COMPRESS=auto: this host's NIC ({} Mbit/s, {:.3f} GB/s, {}) is {} "
           "than the codec ({:.3f} GB/s, measured)",
-          config.nicSpeedMbps, link / 1e9, compress ? "slower" : "not slower", codec / 1e9);
+          config.nicSpeedMbps, link / 1e9, config.nicSpeedSource,
+          compress ? "slower" : "not slower", codec / 1e9);
     }
   }
   std::vector<uint8_t> compressTo(static_cast<size_t>(transport.size()), 0);

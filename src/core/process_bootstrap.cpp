@@ -20,6 +20,7 @@
 #include "core/comm_topology.hpp"
 #include "grove/error.hpp"
 #include "transport/process/process_transport.hpp"
+#include "transport/tcp/link_speed.hpp"
 
 namespace grove::detail {
 namespace {
@@ -95,12 +96,28 @@ void warnWithoutSecret(const bootstrap::LaunchInfo& info, const std::vector<std:
 }
 
 // Everything after the store connection: claim the rank, learn who lives where, connect.
-std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config& config,
+// This host's NIC rate: GROVE_NIC_SPEED, else what the drivers of the interfaces TCP uses
+// report (0 when they do not: virtual interfaces, as emulated hosts have).
+Config withNicSpeed(const Config& given, int rank) {
+  Config config = given;
+  if (config.nicSpeedMbps > 0) return config;
+  const transport::tcp::NicSpeed speed =
+      transport::tcp::detectNicSpeed(config.socketInterfaces, rank);
+  config.nicSpeedMbps = speed.mbps;
+  config.nicSpeedSource = speed.how;
+  log::info(rank, "NIC rate: {}",
+            speed.mbps > 0 ? fmt::format("{} Mbit/s ({})", speed.mbps, speed.how)
+                           : fmt::format("unknown ({})", speed.how));
+  return config;
+}
+
+std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config& given,
                                 std::shared_ptr<bootstrap::Store> store,
                                 bootstrap::Rendezvous& rendezvous, std::shared_ptr<void> server,
                                 const std::string& prefix, const std::string& where) {
   const int rank = info.rank;
   const int size = info.worldSize;
+  const Config config = withNicSpeed(given, rank);
   // A fast rank of this cycle may still reach the store of the last one, which its rank 0
   // has not destroyed yet: nothing is written before rank 0 opened this generation's keys
   // on the store that serves it. From then on the store's loss means rank 0's: fail at once.

@@ -59,9 +59,20 @@ void NetworkLoop::run() {
   for (;;) {
     bool progress = false;
     {
-      std::lock_guard lock(s_.pumpMutex);
-      progress = step(kAnyFrame, Clock::now());
-      if (s_.stopping && !continueShutdown()) break;
+      // While the rank holds its lease it steps the loop in a tight cycle; blocking on the
+      // mutex here would make every one of its unlocks a futex wake of this thread (a
+      // syscall and a context switch per call on the latency path). So only try, and sleep
+      // out the lease when the rank has the loop.
+      std::unique_lock lock(s_.pumpMutex, std::defer_lock);
+      if (rankHoldsLease()) {
+        static_cast<void>(lock.try_lock());
+      } else {
+        lock.lock();
+      }
+      if (lock.owns_lock()) {
+        progress = step(kAnyFrame, Clock::now());
+        if (s_.stopping && !continueShutdown()) break;
+      }
     }
     int timeoutMs = 0;
     int epollFd = s_.epoll.get();
@@ -95,7 +106,9 @@ void NetworkLoop::run() {
     int count = ::epoll_wait(epollFd, events, 64, timeoutMs);
     cancelSleep(s_.netBell);
     cancelSleep(s_.controlBell);
-    if (count > 0) {
+    if (count > 0 && epollFd == s_.quietEpoll.get()) {
+      drainEventFd();  // the quiet epoll holds the eventfd alone: no connection to mark
+    } else if (count > 0) {
       std::lock_guard lock(s_.pumpMutex);
       dispatch(events, count);
     }
@@ -149,9 +162,7 @@ void NetworkLoop::dispatch(const epoll_event* events, int count) {
   for (int i = 0; i < count; ++i) {
     const epoll_event& event = events[i];
     if (event.data.u64 == kEventSerial) {
-      uint64_t value = 0;
-      while (::read(s_.eventFd.get(), &value, sizeof value) > 0) {
-      }
+      drainEventFd();
       continue;
     }
     auto found = bySerial_.find(event.data.u64);
@@ -161,6 +172,16 @@ void NetworkLoop::dispatch(const epoll_event* events, int count) {
     if (event.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) connection->markHangup(rail);
     if (event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) connection->markWritable(rail);
   }
+}
+
+void NetworkLoop::drainEventFd() {
+  uint64_t value = 0;
+  while (::read(s_.eventFd.get(), &value, sizeof value) > 0) {
+  }
+}
+
+bool NetworkLoop::rankHoldsLease() const {
+  return !s_.stopping && s_.rankDrivesUntilNs.load() > steadyNs();
 }
 
 bool NetworkLoop::tendLiveness(Clock::time_point now) {

@@ -56,6 +56,10 @@ class NetworkLoop {
   /// so an event of a connection retired meanwhile is ignored); under pumpMutex.
   void dispatch(const epoll_event* events, int count);
   void watch(int epollFd, int fd, uint32_t events, uint64_t serial);
+  /// Empties the eventfd both bells ring (needs no lock: it touches no connection).
+  void drainEventFd();
+  /// Whether the rank drives the loop now (its lease runs and no shutdown is under way).
+  bool rankHoldsLease() const;
   /// Every kLivenessTick: queues heartbeats on idle connections and records when each peer
   /// was last heard from; true when a heartbeat was queued.
   bool tendLiveness(Clock::time_point now);
