@@ -239,9 +239,12 @@ class Communicator {
 
   /// Marks this communicator failed: the operations in flight and every later call throw
   /// ErrorCode::kInvalidUsage on this rank, and peers waiting on this rank get
-  /// ErrorCode::kRemoteError instead of waiting forever. Never blocks. Like every call, it is
-  /// refused (kInvalidUsage) while another thread is inside one: it cannot stop a call on
-  /// another thread (bound those with CallOptions::timeout or GROVE_TIMEOUT).
+  /// ErrorCode::kRemoteError instead of waiting forever. Unlike every other call it may be
+  /// made while another thread is inside one (a collective stuck on a peer, as a watchdog
+  /// or a framework's abort does with NCCL): that thread's call then fails ("the
+  /// communicator was aborted") where it waits — within 64 polls, or at once from its sleep
+  /// — and abort() returns once it has left. A call blocked in connecting to a peer (its
+  /// first message over TCP) notices only when that wait ends. Otherwise it never blocks.
   void abort();
 
   /// Quiesces this communicator: the operations in flight and every later call throw

@@ -14,8 +14,9 @@
  *
  * Threads: a communicator may be used by one thread at a time. A call made on it while
  * another thread is inside a call on it (a collective, send/recv, groveGroupEnd, split,
- * shrink, revoke, abort or destroy) fails with groveInvalidUsage, naming both calls, and
- * is not run; the call in flight is unaffected. groveCommCount, groveCommUserRank and
+ * shrink, revoke or destroy) fails with groveInvalidUsage, naming both calls, and is not
+ * run; the call in flight is unaffected. groveCommAbort is the exception: it ends the call
+ * in flight (see there). groveCommCount, groveCommUserRank and
  * groveCommGetAsyncError may be called from any thread at any time. Groups
  * (groveGroupStart/groveGroupEnd) are per thread, as in NCCL: one thread can drive every
  * rank of a groveCommInitAll by issuing each rank's call inside one group.
@@ -187,9 +188,11 @@ GROVE_API groveResult_t groveCommSplit(groveComm_t comm, int color, int key, gro
                                        void* config);
 
 /** Marks the communicator failed (peers waiting on this rank get groveRemoteError instead
- *  of waiting forever) and frees the handle. Never blocks. A NULL comm is a no-op, as in
- *  NCCL. groveInvalidUsage (and nothing done) while another thread is inside a call on comm:
- *  grove cannot stop a call from another thread; bound it with GROVE_TIMEOUT instead. */
+ *  of waiting forever) and frees the handle. A NULL comm is a no-op, as in NCCL. As with
+ *  ncclCommAbort, it may be called while another thread is inside a call on comm (a
+ *  collective stuck on a peer): that call then returns groveInvalidUsage ("the communicator
+ *  was aborted") within microseconds of polling or one wake-up, and groveCommAbort returns
+ *  once it has left; otherwise it never blocks. */
 GROVE_API groveResult_t groveCommAbort(groveComm_t comm);
 
 /** groveCommRevoke's flags: none are defined; pass GROVE_REVOKE_DEFAULT. */

@@ -161,6 +161,15 @@ void ProgressEngine::abort() {
     task.work->fail(backendError("grove: the call was dropped: the process group was aborted"));
     outstanding_.fetch_sub(1, std::memory_order_acq_rel);
   }
+  // The call in flight too (a collective stuck on a hung peer): grove's abort may come from
+  // this thread while the progress thread (or an inline caller) is inside that call, which
+  // then fails with "the communicator was aborted"; abort() returns once it has left. The
+  // communicator lives until shutdown() joins the thread, which this thread is not in.
+  try {
+    if (comm_.valid()) comm_.abort();
+  } catch (const std::exception&) {
+    // Already aborted, or a third thread inside: the loop's own abort covers it.
+  }
 }
 
 void ProgressEngine::shutdown() {

@@ -75,8 +75,9 @@ class ProgressEngine {
   /// Runs `task` on the calling thread when no call is outstanding (queued or running) and
   /// returns true; else false, and the caller enqueues it.
   bool runInline(Task& task);
-  /// Fails every queued call, and makes the thread abort the communicator once its call
-  /// in flight returns, so that peers waiting on this rank get an error.
+  /// Fails every queued call and aborts the communicator, which also ends the call in
+  /// flight (it fails at once, not at its deadline), so that peers waiting on this rank get
+  /// an error.
   void abort();
   /// Waits until every queued call ran, then stops the thread and destroys the
   /// communicator. Idempotent.

@@ -277,7 +277,7 @@ groveResult_t groveCommAbort(groveComm_t comm) {
   return guarded("groveCommAbort", [&] {
     if (comm == nullptr) return;
     grove::capi::requireLive(comm);
-    comm->comm.abort();  // first: refused while another thread is inside a call on comm
+    comm->comm.abort();  // first: a call on another thread fails and leaves before this returns
     auto& touched = grove::capi::tGroup.touched;
     touched.erase(std::remove(touched.begin(), touched.end(), comm), touched.end());
     grove::capi::retireHandle(comm, "groveCommAbort");

@@ -126,6 +126,11 @@ void CommState::failQueued(ErrorCode code, const std::string& reason) {
 
 void CommState::abort() { quiesce("the communicator was aborted"); }
 
+void CommState::requestAbort() {
+  abortRequested_.store(true, std::memory_order_release);
+  transport::ring(transport_->doorbell());  // a waiter asleep on it checks at once
+}
+
 void CommState::revoke() {
   revoked_.store(true, std::memory_order_release);
   quiesce("the communicator was revoked");

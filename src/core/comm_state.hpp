@@ -75,6 +75,11 @@ class CommState {
 
   /// Marks this rank failed: in-flight and later calls fail, peers are told.
   void abort();
+  /// From a thread that is not inside the communicator (any thread): asks the thread inside
+  /// to abort() it, which it does where it waits (waitFor checks every few microseconds of
+  /// polling and is woken from its sleep). Communicator::abort uses it.
+  void requestAbort();
+  bool abortRequested() const { return abortRequested_.load(std::memory_order_acquire); }
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   /// Like abort() (in-flight and later calls fail, peers are told) with "revoked" as the
   /// reason; the communicator can still be shrunk (Communicator::shrink). Never blocks.
@@ -168,6 +173,7 @@ class CommState {
   std::string_view lastAlgorithm_;
 
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> abortRequested_{false};
   std::atomic<bool> revoked_{false};
   std::atomic<ErrorCode> asyncError_{ErrorCode::kSuccess};
   InUseMarker inUse_;

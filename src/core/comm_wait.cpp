@@ -84,10 +84,15 @@ bool CommState::waitFor(Operation& op, std::optional<Clock::time_point> until) {
       now = Clock::now();
     }
     if (failIfStuck(now)) break;
+    if (abortRequested()) {  // Communicator::abort on another thread
+      abort();
+      break;
+    }
     if (until && now >= *until) return false;
     if (now < spinEnd) continue;
     uint32_t sequence = transport::prepareSleep(bell);
-    if (poll()) {
+    // (An abort requested before the sleep was announced rang no bell this sleep hears.)
+    if (poll() || abortRequested()) {
       transport::cancelSleep(bell);
       spinEnd = Clock::now() + spin_;
       continue;

@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 
 #include "core/call_guard.hpp"
 #include "core/collective_call.hpp"
@@ -299,6 +301,17 @@ Communicator Communicator::split(int color, int key) {
 
 void Communicator::abort() {
   CommState& s = state();
+  // Another thread inside a call (a collective stuck on a peer, a progress thread's wait):
+  // that thread aborts where it waits, so everything the communicator holds is still
+  // touched by one thread at a time; this one waits for it to leave, then makes sure.
+  const uint32_t inside = s.inUse().thread.load(std::memory_order_acquire);
+  if (inside != 0 && inside != detail::currentThreadId()) {
+    s.requestAbort();
+    while (s.inUse().thread.load(std::memory_order_acquire) == inside) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    if (s.aborted()) return;  // it did: nothing is left to do
+  }
   CallGuard guard(s, "abort", 0);
   s.abort();
 }

@@ -1,7 +1,7 @@
 // Misuse by threads: a second thread entering a communicator while a call is in flight on it
 // (a blocking call, or a Request being waited) fails with kInvalidUsage naming both calls, and
-// the call in flight completes with the right result. Ranks are threads of one process; rank
-// 0's communicator is additionally entered by an intruding thread.
+// the call in flight completes with the right result — except abort(), which ends that call. Ranks
+// are threads of one process; rank 0's communicator is additionally entered by an intruding thread.
 //
 // Why: before the check, two threads in one communicator interleaved their messages and
 // returned success with unreduced buffers. The deterministic tests hold rank 1 back until the
@@ -169,6 +169,83 @@ TEST(CommConcurrent, RequestTestedDuringAnotherThreadsCallIsRefused) {
   expectSums(out1, 3);
   expectSums(out2, 3);
   expectSums(out3, 3);
+}
+
+/// Runs `call` again while it is refused for the probing thread (as retryWhileRefused);
+/// returns the code of the error that ended it (its text in `message`), or kSuccess.
+template <class Call>
+ErrorCode errorOf(Call&& call, std::string& message) {
+  for (;;) {
+    try {
+      call();
+      message.clear();
+      return ErrorCode::kSuccess;
+    } catch (const Error& e) {
+      message = e.what();
+      if (e.code() != ErrorCode::kInvalidUsage ||
+          message.find("one thread at a time") == std::string::npos) {
+        return e.code();
+      }
+      std::this_thread::yield();
+    }
+  }
+}
+
+// abort() from another thread ends the call in flight, where a second thread's other calls
+// are refused: the call fails at once (not at its 120 s deadline) with the abort's reason,
+// abort() returns once that call has left, and a peer waiting for the aborted rank gets
+// kRemoteError instead of waiting out its own deadline.
+TEST(CommConcurrent, AbortFromAnotherThreadEndsTheBlockingCall) {
+  auto comms = Communicator::createInProcess(2);
+  // Rank 0 waits to receive from rank 1, which never sends: only the abort can end it.
+  std::vector<float> got(8, -1), in1(8, 2);
+  std::string message;
+  ErrorCode code = ErrorCode::kInternalError;
+  std::thread rank0([&] {
+    code = errorOf([&] { comms[0].recv(got.data(), 8, DataType::kFloat32, 1); }, message);
+  });
+  refusalOf([&] { badBroadcast(comms[0]); });  // rank 0's call is inside now
+  comms[0].abort();
+  rank0.join();  // abort() returned after the call left: this does not wait
+  EXPECT_EQ(code, ErrorCode::kInvalidUsage) << message;
+  EXPECT_THAT(message, HasSubstr("send/recv #1"));
+  EXPECT_THAT(message, HasSubstr("on rank 0 of 2: the communicator was aborted"));
+  for (float v : got) EXPECT_EQ(v, -1);
+  // Rank 0 sent nothing before it was aborted: rank 1 waiting for it hears of the abort.
+  try {
+    comms[1].recv(in1.data(), 8, DataType::kFloat32, 0);
+    ADD_FAILURE() << "rank 1's recv from the aborted rank 0 succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRemoteError) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr("on rank 1 of 2: rank 0 failed: the communicator was aborted"))
+        << e.what();
+  }
+  // The aborted communicator refuses later calls; aborting it again is harmless.
+  EXPECT_THROW(comms[0].barrier(), Error);
+  comms[0].abort();
+}
+
+TEST(CommConcurrent, AbortFromAnotherThreadEndsARequestWait) {
+  auto comms = Communicator::createInProcess(2);
+  std::vector<float> in0(8, 1), out0(8, 0);
+  std::string message;
+  ErrorCode code = ErrorCode::kInternalError;
+  std::thread rank0([&] {
+    Request request;
+    code = errorOf(
+        [&] {
+          request = comms[0].allReduceAsync(in0.data(), out0.data(), 8, DataType::kFloat32,
+                                            ReduceOp::kSum, patient());
+        },
+        message);
+    if (code != ErrorCode::kSuccess) return;
+    code = errorOf([&] { request.wait(); }, message);
+  });
+  refusalOf([&] { badBroadcast(comms[0]); });
+  comms[0].abort();
+  rank0.join();
+  EXPECT_EQ(code, ErrorCode::kInvalidUsage) << message;
+  EXPECT_THAT(message, HasSubstr("the communicator was aborted"));
 }
 
 // Two threads call allreduce on rank 0's communicator as fast as they can while rank 1 runs

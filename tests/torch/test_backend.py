@@ -109,6 +109,19 @@ def test_stopped_rank_is_found_by_heartbeats_not_the_group_timeout():
         print("rank %d raised %.1f s into its call: %s" % (child.rank, r["seconds"], r["error"]))
 
 
+def test_abort_ends_the_call_in_flight_not_at_the_group_timeout():
+    # The group timeout is 120 s; ProcessGroup.abort() makes the all_reduce stuck on rank 1
+    # fail at once with grove's reason (before, it ended only at that timeout, with a
+    # timeout's message), and returns after it did.
+    children = ok(run("abort", 2))
+    r = children[0].result("abort")
+    assert r["cls"] == "DistBackendError", r
+    assert r["ended_before"] is False, r
+    assert "on rank 0 of 2: the communicator was aborted" in r["error"], r
+    print("abort() returned after %.4f s, the call raised after %.4f s: %s"
+          % (r["abort_seconds"], r["seconds"], r["error"]))
+
+
 def test_mismatched_calls_raise_on_every_rank_naming_both():
     children = ok(run("mismatch", 3))
     errors = [child.result("mismatch") for child in children]

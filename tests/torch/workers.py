@@ -133,6 +133,31 @@ def case_stop():
     leave(n - 1)
 
 
+def case_abort():
+    """Rank 0 aborts its group while its all_reduce waits for rank 1, which never joins it."""
+    rank, n = init(timeout_s=120)
+    t = torch.ones(10)
+    dist.all_reduce(t)
+    store = dist.distributed_c10d._get_default_store()
+    if rank == 0:
+        work = dist.all_reduce(t, async_op=True)
+        time.sleep(0.5)  # the progress thread is inside grove's call by now
+        ended = work.is_completed()
+        started = time.monotonic()
+        dist.group.WORLD.abort()
+        aborted = time.monotonic() - started
+        try:
+            work.wait()
+            report("abort", error=None)
+        except Exception as error:  # noqa: BLE001
+            report("abort", error=str(error), cls=type(error).__name__, ended_before=ended,
+                   abort_seconds=aborted, seconds=time.monotonic() - started)
+        store.set("test/aborted", "1")
+    else:
+        store.wait(["test/aborted"])
+    leave(n)
+
+
 def case_mismatch():
     rank, n = init(timeout_s=int(os.environ.get("TEST_GROUP_TIMEOUT", "120")))
     # Every rank is past init first (through torch's store): a rank still connecting when

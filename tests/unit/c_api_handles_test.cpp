@@ -113,8 +113,9 @@ TEST(CApiHandles, ManyHandlesStayDistinctAndLive) {
 }
 
 // Rank 0's thread is inside a blocking allreduce that cannot finish until rank 1 (this test's
-// thread, later) joins. Meanwhile this thread's calls on rank 0's communicator are refused.
-TEST(CApiConcurrent, CommInUseByAnotherThreadRefusesCallsDestroyAndAbort) {
+// thread, later) joins. Meanwhile this thread's calls on rank 0's communicator are refused
+// (groveCommAbort is not: the next test).
+TEST(CApiConcurrent, CommInUseByAnotherThreadRefusesCallsAndDestroy) {
   groveComm_t comms[2] = {};
   ASSERT_EQ(groveCommInitAll(comms, 2, nullptr), groveSuccess);
   float in0[4] = {1, 1, 1, 1}, out0[4] = {}, in1[4] = {2, 2, 2, 2}, out1[4] = {};
@@ -139,8 +140,6 @@ TEST(CApiConcurrent, CommInUseByAnotherThreadRefusesCallsDestroyAndAbort) {
   EXPECT_EQ(groveCommDestroy(comms[0]), groveInvalidUsage);
   EXPECT_THAT(lastError(), HasSubstr("groveCommDestroy"));
   EXPECT_THAT(lastError(), HasSubstr("is inside allReduce #"));
-  EXPECT_EQ(groveCommAbort(comms[0]), groveInvalidUsage);
-  EXPECT_THAT(lastError(), HasSubstr("is inside allReduce #"));
   // Queries that read nothing the call changes are fine from any thread.
   int rank = -1;
   groveResult_t async = groveInternalError;
@@ -157,6 +156,42 @@ TEST(CApiConcurrent, CommInUseByAnotherThreadRefusesCallsDestroyAndAbort) {
     EXPECT_EQ(out1[i], 3);
   }
   for (groveComm_t comm : comms) EXPECT_EQ(groveCommDestroy(comm), groveSuccess) << lastError();
+}
+
+// As ncclCommAbort: called while another thread is stuck in a call on the communicator (here
+// rank 0's allreduce, whose peer never joins), groveCommAbort makes that call return
+// groveInvalidUsage at once, waits for it to leave, frees the handle and succeeds (what the
+// peer then sees: CommConcurrent.AbortFromAnotherThreadEndsTheBlockingCall).
+TEST(CApiConcurrent, AbortFromAnotherThreadEndsTheCallInFlight) {
+  groveComm_t comms[2] = {};
+  ASSERT_EQ(groveCommInitAll(comms, 2, nullptr), groveSuccess);
+  float in0[4] = {1, 1, 1, 1}, out0[4] = {};
+  groveResult_t rank0Result = groveInternalError;
+  std::string rank0Error;
+  std::thread rank0([&] {
+    // Refused while this thread's probe below is inside for a moment: retry those only.
+    do {
+      rank0Result = groveAllReduce(in0, out0, 4, groveFloat, groveSum, comms[0]);
+      rank0Error = lastError();
+    } while (rank0Result == groveInvalidUsage &&
+             rank0Error.find("one thread at a time") != std::string::npos);
+  });
+  float probe[3] = {};
+  groveResult_t result = groveInvalidArgument;
+  while (result == groveInvalidArgument) {
+    result = groveAllReduce(probe, probe + 1, 2, groveFloat, groveSum, comms[0]);
+    if (result == groveInvalidArgument) std::this_thread::yield();
+  }
+  ASSERT_EQ(result, groveInvalidUsage) << lastError();  // rank 0's call is inside now
+  EXPECT_EQ(groveCommAbort(comms[0]), groveSuccess) << lastError();
+  rank0.join();
+  EXPECT_EQ(rank0Result, groveInvalidUsage) << rank0Error;
+  EXPECT_THAT(rank0Error, HasSubstr("groveAllReduce: "));
+  EXPECT_THAT(rank0Error, HasSubstr("on rank 0 of 2: the communicator was aborted"));
+  int count = 0;
+  EXPECT_EQ(groveCommCount(comms[0], &count), groveInvalidArgument);  // freed
+  EXPECT_THAT(lastError(), HasSubstr("destroyed already"));
+  EXPECT_EQ(groveCommDestroy(comms[1]), groveSuccess) << lastError();
 }
 
 }  // namespace
