@@ -3,6 +3,10 @@
 // send/recv and the barriers.
 #include "backend.hpp"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "dtypes.hpp"
 #include "tensors.hpp"
 #include "torch_store.hpp"
@@ -12,7 +16,11 @@ namespace grove_torch {
 GroveBackend::GroveBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                            std::chrono::milliseconds timeout, const std::string& groupName,
                            const grove::Options& settings)
-    : c10d::Backend(rank, size), store_(store), timeout_(timeout), groupName_(groupName) {
+    : c10d::Backend(rank, size),
+      store_(store),
+      timeout_(timeout),
+      groupName_(groupName),
+      settings_(settings) {
   grove::StoreJoinOptions options;
   options.group = groupName;
   options.timeout = timeout;
@@ -26,6 +34,35 @@ GroveBackend::GroveBackend(const c10::intrusive_ptr<c10d::Store>& store, int ran
 }
 
 GroveBackend::~GroveBackend() { shutdown(); }
+
+c10::intrusive_ptr<c10d::Backend> GroveBackend::split(const c10::intrusive_ptr<c10d::Store>& store,
+                                                      const std::vector<int>& ranks,
+                                                      const c10::intrusive_ptr<Options>& opts) {
+  std::vector<bool> seen(static_cast<size_t>(size_), false);
+  for (int q : ranks) {
+    if (q < 0 || q >= size_ || seen[static_cast<size_t>(q)]) {
+      std::rethrow_exception(backendError(
+          "grove split_group on rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+          ": rank " + std::to_string(q) + " in the split's ranks is " +
+          (q < 0 || q >= size_ ? "not a rank of the parent group" : "listed twice")));
+    }
+    seen[static_cast<size_t>(q)] = true;
+  }
+  auto mine = std::find(ranks.begin(), ranks.end(), rank_);
+  if (mine == ranks.end()) return nullptr;
+  const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
+  const std::string name =
+      opts && !opts->group_name.empty() ? opts->group_name : groupName_ + ":split";
+  return c10::make_intrusive<GroveBackend>(store, static_cast<int>(mine - ranks.begin()),
+                                           static_cast<int>(ranks.size()), timeout, name,
+                                           settings_);
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> GroveBackend::getBackendOptions() {
+  auto options = c10::make_intrusive<Options>(getBackendName(), timeout_);
+  options->group_name = groupName_;
+  return options;
+}
 
 void GroveBackend::abort() {
   if (engine_) engine_->abort();

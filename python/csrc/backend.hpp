@@ -33,7 +33,15 @@ class GroveBackend : public c10d::Backend {
   void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
   void abort() override;
   void shutdown() override;
-  bool supportsSplitting() const override { return false; }
+  /// split_group: a fresh grove communicator of the members of `ranks` (this group's ranks,
+  /// in their new order) through the child's store, as new_group makes one; nullptr on a
+  /// rank not in `ranks`. Needs nothing from the other splits' members.
+  bool supportsSplitting() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
+                                          const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
+  /// What split_group hands a child by default: this group's timeout and name.
+  c10::intrusive_ptr<Options> getBackendOptions() override;
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return sequence_; }
 
@@ -109,6 +117,7 @@ class GroveBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Store> store_;
   std::chrono::milliseconds timeout_;
   std::string groupName_;
+  grove::Options settings_;  ///< The knobs set from code, for the groups split from this one.
   uint64_t sequence_ = 0;
   uint64_t monitoredBarriers_ = 0;
   std::unique_ptr<ProgressEngine> engine_;

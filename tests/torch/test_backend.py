@@ -53,6 +53,17 @@ def test_new_group_subsets_used_alternately_and_object_collectives():
         assert r["broadcast"] == {"x": [1, 2, 3]}
 
 
+def test_split_group_orders_members_by_the_list_and_leaves_others_out():
+    results = {child.rank: child.result("split") for child in ok(run("split", 4))}
+    assert results[0] == {"name": "split", "member": True, "backend": "grove", "rank": 1, "size": 2,
+                          "sum": [4.0, 20.0], "broadcast": [2.0] * 3, "world": 10.0}
+    assert results[2] == {"name": "split", "member": True, "backend": "grove", "rank": 0, "size": 2,
+                          "sum": [4.0, 20.0], "broadcast": [2.0] * 3, "world": 10.0}
+    assert results[1] == {"name": "split", "member": True, "backend": "grove", "rank": 0, "size": 1,
+                          "sum": [2.0, 10.0], "broadcast": [1.0] * 3, "world": 10.0}
+    assert results[3] == {"name": "split", "member": False, "world": 10.0}
+
+
 def test_destroy_and_init_again_through_one_store_leaks_nothing():
     for child in ok(run("reinit", 2, 10)):
         r = child.result("reinit")

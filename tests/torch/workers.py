@@ -74,6 +74,29 @@ def case_groups():
     dist.destroy_process_group()
 
 
+def case_split():
+    """split_group: [[2, 0], [1]] of 4 ranks (rank 3 in none), each split used beside the
+    parent; the order of a split's list gives the ranks in it."""
+    rank, n = init()
+    pairs = dist.split_group(split_ranks=[[2, 0], [1]])
+    got = {"member": pairs is not dist.GroupMember.NON_GROUP_MEMBER}
+    if got["member"]:
+        got["backend"] = dist.get_backend(pairs)
+        got["rank"] = dist.get_rank(pairs)
+        got["size"] = dist.get_world_size(pairs)
+        t = torch.tensor([float(rank + 1), 10.0 * rank])
+        dist.all_reduce(t, group=pairs)
+        got["sum"] = t.tolist()
+        b = torch.tensor([float(rank)] * 3)
+        dist.broadcast(b, group_src=0, group=pairs)  # group rank 0: global rank 2 or 1
+        got["broadcast"] = b.tolist()
+    w = torch.tensor([float(rank + 1)])
+    dist.all_reduce(w)  # the parent still works beside its splits
+    got["world"] = w.item()
+    report("split", **got)
+    dist.destroy_process_group()
+
+
 def case_reinit(cycles):
     # destroy_process_group + init_process_group through one store, as elastic restarts and
     # test suites do (torchrun's agent store): the group's keys repeat every cycle.
