@@ -58,7 +58,7 @@ CommState::CommState(std::unique_ptr<transport::Transport> transport, Config con
   if (!config_.tracePath.empty()) {
     tracer_ = std::make_unique<Tracer>(config_.tracePath, rank_, size_, config_.traceSteps);
   }
-  codec_ = makeLinkCodec(config_, *transport_);
+  codec_ = makeLinkCodec(config_, *transport_, topology_.get());
 }
 
 CommState::~CommState() {

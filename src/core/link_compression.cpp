@@ -3,46 +3,114 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/log.hpp"
+#include "grove/error.hpp"
+#include "topo/topology.hpp"
 
 namespace grove::detail {
 
+namespace {
+
+// What is known of the rate of the path to `peer`, in bytes/s (0: nothing), and where it
+// comes from: the slowest network arc of the topology's route whose rate is known (a
+// topology file's, or a host's NIC that GROVE_NIC_SPEED or sysfs gave), and this host's NIC.
+struct PathRate {
+  double bytesPerSecond = 0;
+  std::string from;
+};
+
+PathRate pathRate(const Config& config, const topo::Topology* topology, int rank, int peer) {
+  PathRate rate;
+  if (config.nicSpeedMbps > 0) {
+    rate.bytesPerSecond = static_cast<double>(config.nicSpeedMbps) * 1e6 / 8;
+    rate.from = fmt::format("this host's NIC, {}", config.nicSpeedSource);
+  }
+  if (topology == nullptr) return rate;
+  std::vector<int> route;
+  try {
+    route = topology->route(rank, peer);
+  } catch (const Error&) {
+    return rate;  // no route in the file: the transport reaches the peer anyway
+  }
+  for (int arc : route) {
+    const topo::Arc& a = topology->arcs[static_cast<size_t>(arc)];
+    if (a.kind != topo::LinkKind::kNet || a.rateAssumed) continue;
+    const double bytes = a.capacityGBps * 1e9;
+    if (rate.bytesPerSecond == 0 || bytes < rate.bytesPerSecond) {
+      rate.bytesPerSecond = bytes;
+      rate.from = fmt::format("the network link {} -> {} of topology {}",
+                              topology->vertices[static_cast<size_t>(a.from)].name,
+                              topology->vertices[static_cast<size_t>(a.to)].name, topology->name);
+    }
+  }
+  return rate;
+}
+
+}  // namespace
+
+CompressionChoice chooseCompression(const Config& config, int rank, int size,
+                                    const std::vector<int>& networkPeers,
+                                    const topo::Topology* topology,
+                                    const std::function<double()>& codecBytesPerSecond) {
+  CompressionChoice choice;
+  choice.compressTo.assign(static_cast<size_t>(size), 0);
+  auto decide = [&](int q, bool compress, std::string why) {
+    choice.compressTo[static_cast<size_t>(q)] = compress ? 1 : 0;
+    why = fmt::format("{}: {}", compress ? "are compressed" : "are not compressed", why);
+    for (auto& [reason, peers] : choice.reasons) {
+      if (reason == why) {
+        peers.push_back(q);
+        return;
+      }
+    }
+    choice.reasons.push_back({std::move(why), {q}});
+  };
+  double codec = 0;  // measured when first needed
+  for (int q : networkPeers) {
+    if (config.compress != Config::Compress::kAuto) {
+      const bool on = config.compress == Config::Compress::kOn;
+      decide(q, on, on ? "GROVE_COMPRESS=on" : "GROVE_COMPRESS=off");
+      continue;
+    }
+    const PathRate rate = pathRate(config, topology, rank, q);
+    if (rate.bytesPerSecond <= 0) {
+      decide(q, false,
+             fmt::format("GROVE_COMPRESS=auto and the link's rate is unknown (no GROVE_NIC_SPEED, "
+                         "no known rate in the topology; {})",
+                         config.nicSpeedSource));
+      continue;
+    }
+    if (codec == 0) codec = codecBytesPerSecond();
+    const bool compress = rate.bytesPerSecond < codec;
+    decide(q, compress,
+           fmt::format("GROVE_COMPRESS=auto: the path's slowest link ({:.3f} GB/s, {}) is {} than "
+                       "the codec ({:.3f} GB/s, measured)",
+                       rate.bytesPerSecond / 1e9, rate.from, compress ? "slower" : "not slower",
+                       codec / 1e9));
+  }
+  return choice;
+}
+
 std::unique_ptr<exec::LinkCodec> makeLinkCodec(const Config& config,
-                                               const transport::Transport& transport) {
+                                               const transport::Transport& transport,
+                                               const topo::Topology* topology) {
   const int rank = transport.rank();
   std::vector<int> network;
   for (int q = 0; q < transport.size(); ++q) {
     if (q != rank && transport.overNetwork(q)) network.push_back(q);
   }
   if (network.empty()) return nullptr;
-
-  bool compress = config.compress == Config::Compress::kOn;
-  std::string why = compress ? "GROVE_COMPRESS=on" : "GROVE_COMPRESS=off";
-  if (config.compress == Config::Compress::kAuto) {
-    if (config.nicSpeedMbps <= 0) {
-      why =
-          fmt::format("GROVE_COMPRESS=auto and the link's rate is unknown (no GROVE_NIC_SPEED; {})",
-                      config.nicSpeedSource);
-    } else {
-      const double link = static_cast<double>(config.nicSpeedMbps) * 1e6 / 8;
-      const double codec = exec::measuredCodecBytesPerSecond();
-      compress = link < codec;
-      why = fmt::format(
-          "GROVE_COMPRESS=auto: this host's NIC ({} Mbit/s, {:.3f} GB/s, {}) is {} "
-          "than the codec ({:.3f} GB/s, measured)",
-          config.nicSpeedMbps, link / 1e9, config.nicSpeedSource,
-          compress ? "slower" : "not slower", codec / 1e9);
-    }
+  CompressionChoice choice = chooseCompression(config, rank, transport.size(), network, topology,
+                                               exec::measuredCodecBytesPerSecond);
+  for (const auto& [why, peers] : choice.reasons) {
+    log::info(rank, "compression: messages to ranks [{}] over the network {}",
+              fmt::join(peers, ", "), why);
   }
-  std::vector<uint8_t> compressTo(static_cast<size_t>(transport.size()), 0);
-  if (compress) {
-    for (int q : network) compressTo[static_cast<size_t>(q)] = 1;
-  }
-  log::info(rank, "compression: messages to ranks [{}] over the network {}: {}",
-            fmt::join(network, ", "), compress ? "are compressed" : "are not compressed", why);
-  return std::make_unique<exec::LinkCodec>(std::move(compressTo), config.slotBytes);
+  return std::make_unique<exec::LinkCodec>(std::move(choice.compressTo), config.slotBytes);
 }
 
 void logLinkCodecStats(int rank, const exec::LinkCodec& codec) {

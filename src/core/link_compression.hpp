@@ -4,24 +4,47 @@
 //  * off:  nothing is encoded (messages peers encode are still decoded);
 //  * on:   every message over the network (TCP) of float32, bfloat16 or float16 values from
 //          kMinCompressedMessageBytes up;
-//  * auto: the same, when this host's NIC (GROVE_NIC_SPEED) is slower than the codec runs on
-//          this machine (measured once per process); with no NIC rate given, nothing.
+//  * auto: the same, to each peer whose path is slower than the codec runs on this machine
+//          (measured once per process): the slowest of this host's NIC (GROVE_NIC_SPEED, or
+//          the drivers' rate) and the known network links of the topology's route to the
+//          peer (a topology file's, or the peer host's NIC when its ranks knew it); with no
+//          rate known, nothing.
 // The sender alone decides (messages say whether they are compressed), so ranks whose
 // settings differ still work together.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/config.hpp"
 #include "exec/link_codec.hpp"
+#include "topo/topology.hpp"
 #include "transport/transport.hpp"
 
 namespace grove::detail {
 
+/// Which peers' messages a rank compresses, and why (one reason with the peers it covers).
+struct CompressionChoice {
+  std::vector<uint8_t> compressTo;  ///< One per rank: 1 = compress messages to it.
+  std::vector<std::pair<std::string, std::vector<int>>> reasons;
+};
+
+/// The decision for `rank` of `size` ranks about `networkPeers` (those over TCP), per the
+/// file comment; `codecBytesPerSecond` is asked (once) only when a rate is known.
+CompressionChoice chooseCompression(const Config& config, int rank, int size,
+                                    const std::vector<int>& networkPeers,
+                                    const topo::Topology* topology,
+                                    const std::function<double()>& codecBytesPerSecond);
+
 /// The link codec of `rank`'s communicator over `transport`, or nullptr when no peer is
 /// over the network (no message will ever be compressed). Logs at INFO what it decided.
 std::unique_ptr<exec::LinkCodec> makeLinkCodec(const Config& config,
-                                               const transport::Transport& transport);
+                                               const transport::Transport& transport,
+                                               const topo::Topology* topology);
 
 /// Logs at INFO what `codec` did (messages compressed, bytes saved, passed on, decoded).
 void logLinkCodecStats(int rank, const exec::LinkCodec& codec);

@@ -61,6 +61,10 @@ struct Arc {
   /// Network address of `to` reachable over this link (e.g. "198.18.1.2"); empty when the
   /// link is not a network link or any address works.
   std::string address;
+  /// The capacity is a stand-in (a host whose NIC rate nobody knows gets kDefaultNicGbit),
+  /// good for comparing plans but not for a decision that needs the real rate (whether
+  /// compressing the link pays: core/link_compression.cpp).
+  bool rateAssumed = false;
 };
 
 class Topology {
