@@ -2,6 +2,8 @@
 // on and off as told; auto by the slowest known rate on the way to each peer — this host's
 // NIC, and the network links of the topology that are known (a host whose NIC rate nobody
 // gave has a stand-in rate, which never decides); the codec is measured only when needed.
+#include "core/link_compression.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "core/comm_topology.hpp"
-#include "core/link_compression.hpp"
 
 namespace grove::detail {
 namespace {
