@@ -52,7 +52,7 @@
     "largest TCP frame a waiting rank sends or reads on its own thread (0: the network thread)") \
   P(NicSpeed, "GROVE_NIC_SPEED", ParamKind::kInteger, ParamScope::kCommunicator, "0", "Mbit/s", \
     0, 100000000, 1, "", false,                                                                  \
-    "this host's NIC rate for the topology grove builds from the ranks' hosts (0: sysfs, else 100 Gbit/s)") \
+    "this host's NIC rate for the topology built from the hosts (0: sysfs, else 100 Gbit/s)")  \
   P(Compress, "GROVE_COMPRESS", ParamKind::kEnum, ParamScope::kCommunicator, "auto", "", 0, 0, \
     1, "auto|on|off", false,                                                                     \
     "compress messages over TCP (auto: when the NIC rate is below the codec's rate)")            \

@@ -82,19 +82,10 @@ std::shared_ptr<const topo::Topology> hostsTopology(const std::vector<std::strin
       std::adjacent_find(nicGbit.begin(), nicGbit.end(), std::not_equal_to<>()) == nicGbit.end();
   if (hosts < 2 || (widest < 2 && alike)) return nullptr;
   std::string name = fmt::format("{} hosts ({} ranks)", hosts, hostIds.size());
-  topo::Topology built = topo::twoTier(name, hostOfRank, nicGbit);
-  // A host's network arc leaves its only rank or its "nic<i>" switch (topo::twoTier).
-  for (topo::Arc& arc : built.arcs) {
-    if (arc.kind != topo::LinkKind::kNet) continue;
-    for (int end : {arc.from, arc.to}) {
-      const topo::Vertex& v = built.vertices[static_cast<size_t>(end)];
-      int host = -1;
-      if (v.rank >= 0) host = hostOfRank[static_cast<size_t>(v.rank)];
-      if (v.rank < 0 && v.name.starts_with("nic")) host = std::stoi(v.name.substr(3));
-      if (host >= 0 && hostMbps[static_cast<size_t>(host)] == 0) arc.rateAssumed = true;
-    }
-  }
-  auto topology = std::make_shared<const topo::Topology>(std::move(built));
+  std::vector<bool> assumed;  // a host none of whose ranks knew its NIC rate
+  for (int64_t mbps : hostMbps) assumed.push_back(mbps == 0);
+  auto topology =
+      std::make_shared<const topo::Topology>(topo::twoTier(name, hostOfRank, nicGbit, assumed));
   log::info(rank, "topology from the ranks' hosts: {}; ranks per host {}; NICs {} Gbit/s",
             describe(*topology), fmt::join(ranksOnHost, ","), fmt::join(nicGbit, ","));
   return topology;

@@ -158,7 +158,7 @@ std::vector<std::string_view> splitOn(std::string_view text, char separator) {
 }  // namespace
 
 Topology twoTier(std::string name, const std::vector<int>& hostOfRank,
-                 const std::vector<double>& nicGbit) {
+                 const std::vector<double>& nicGbit, const std::vector<bool>& nicAssumed) {
   const int n = static_cast<int>(hostOfRank.size());
   const int h = static_cast<int>(nicGbit.size());
   std::vector<std::vector<int>> members(static_cast<size_t>(h));
@@ -185,14 +185,17 @@ Topology twoTier(std::string name, const std::vector<int>& hostOfRank,
     for (int i = 0; i < h; ++i) {
       const std::vector<int>& ranks = members[static_cast<size_t>(i)];
       double nicGBps = nicGbit[static_cast<size_t>(i)] / 8.0;
-      if (ranks.size() == 1) {
-        addLink(t, ranks[0], net, nicGBps, kNetHopLatencyUs, LinkKind::kNet);
-        continue;
-      }
       if (ranks.empty()) continue;
-      int nic = addSwitch(t, fmt::format("nic{}", i));
-      for (int r : ranks) addLink(t, r, nic, kPcieGBps, kPcieLatencyUs, LinkKind::kPcie);
-      addLink(t, nic, net, nicGBps, kNetHopLatencyUs, LinkKind::kNet);
+      int nicEnd = ranks[0];  // a host of one rank links to "net" directly
+      if (ranks.size() > 1) {
+        nicEnd = addSwitch(t, fmt::format("nic{}", i));
+        for (int r : ranks) addLink(t, r, nicEnd, kPcieGBps, kPcieLatencyUs, LinkKind::kPcie);
+      }
+      addLink(t, nicEnd, net, nicGBps, kNetHopLatencyUs, LinkKind::kNet);
+      if (static_cast<size_t>(i) < nicAssumed.size() && nicAssumed[static_cast<size_t>(i)]) {
+        t.arcs[t.arcs.size() - 1].rateAssumed = true;  // both directions of that link
+        t.arcs[t.arcs.size() - 2].rateAssumed = true;
+      }
     }
   }
   // The unit: the greatest common divisor of all capacities in Mbit/s, when they are whole.

@@ -127,8 +127,9 @@ inline constexpr double kDefaultNicGbit = 100.0;
 /// (0..H-1, H = nicGbit.size()), a shared-memory mesh inside each host, and across hosts a
 /// switch "net" reached through host i's NIC at nicGbit[i] Gbit/s (shared by its ranks; a
 /// host of one rank links to "net" directly). Vertex::host names the host ("host<i>").
+/// `nicAssumed[i]` (empty: none) marks host i's NIC rate a stand-in (Arc::rateAssumed).
 Topology twoTier(std::string name, const std::vector<int>& hostOfRank,
-                 const std::vector<double>& nicGbit);
+                 const std::vector<double>& nicGbit, const std::vector<bool>& nicAssumed = {});
 /// The preset names with a one-line description each, for help texts.
 std::vector<std::pair<std::string, std::string>> presetList();
 /// The sub-topology of `ranks` (vertex order and numbering follow `ranks`; switch vertices
