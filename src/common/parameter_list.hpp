@@ -46,7 +46,7 @@
   P(Transport, "GROVE_TRANSPORT", ParamKind::kEnum, ParamScope::kCommunicator, "auto", "", 0, 0, \
     1, "auto|tcp", false, "tcp: use TCP even between processes of one host")                     \
   P(SocketIfname, "GROVE_SOCKET_IFNAME", ParamKind::kString, ParamScope::kCommunicator, "", "",  \
-    0, 0, 1, "", false, "interfaces for TCP in NCCL_SOCKET_IFNAME syntax (eth,ib  ^lo  =eth0); all listed are used")  \
+    0, 0, 1, "", false, "interfaces for TCP in NCCL_SOCKET_IFNAME syntax (eth,ib  ^lo  =eth0); all chosen are used")  \
   P(TcpDirectBytes, "GROVE_TCP_DIRECT_BYTES", ParamKind::kInteger, ParamScope::kCommunicator,  \
     "67108864", "bytes", 0, 67108864, 1, "", false,                                              \
     "largest TCP frame a waiting rank sends or reads on its own thread (0: the network thread)") \

@@ -22,7 +22,9 @@
 #            interfaces (eth0 on the others: the rail count falls back to 1), which must pass
 #            and leave the eth0-only hosts' eth1 quiet (under 1 MiB sent); and, with eth0
 #            shaped to 1 Gbit/s and eth1 to 500 Mbit/s, eth1 must carry 20-45% of a 64 MiB
-#            allreduce's bytes (the rates say a third: the split follows them)
+#            allreduce's bytes (the rates say a third: the split follows them); and the
+#            striping again without GROVE_SOCKET_IFNAME (interfaces found and paired with
+#            the peers' by subnet), also with one host's eth1 down (no rails to it)
 # After every job: no process of it left, no /dev/shm/grove-<job id>-* left; after the test:
 # no namespace of its prefix left. process_check (next to GROVE, or $GROVE_PROCESS_CHECK) runs
 # too when it has been built. Exit 0 = pass, 77 = skipped (no namespaces here), else failed.
@@ -273,8 +275,9 @@ tx_snapshot() {
 
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 
-# rails_striped TAG HOSTS SIZE ITERS WARMUP: an allreduce of SIZE bytes over every host's two
-# interfaces, which must send at least a quarter of each host's payload over eth1. The
+# rails_striped TAG HOSTS SIZE ITERS WARMUP [IFNAME]: an allreduce of SIZE bytes over every
+# host's two interfaces, which must send at least a quarter of each host's payload over eth1;
+# GROVE_SOCKET_IFNAME=IFNAME (default eth0,eth1; empty: found by the transport itself). The
 # payload: grove perf -b SIZE -e SIZE -n ITERS -w WARMUP -c 1 makes 2*WARMUP warm-up calls
 # (at the largest and the smallest size, both SIZE) and, out of place and in place, one
 # untimed call, ITERS timed and 1 checking call: CALLS = 2*WARMUP + 2*(ITERS + 2). Each
@@ -283,12 +286,12 @@ mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 # GROVE_COMPRESS=off with random values keeps them that size on the wire. Striped evenly over
 # 2 rails eth1 carries about half; a transport that keeps to eth0 leaves it near 0.
 rails_striped() {
-  local tag=$1 hosts=$2 size=$3 iters=$4 warmup=$5 h d0 d1
+  local tag=$1 hosts=$2 size=$3 iters=$4 warmup=$5 ifname=${6-eth0,eth1} h d0 d1
   local calls=$((2 * warmup + 2 * (iters + 2)))
   local payload=$((calls * size))
   local before=() after=()
   tx_snapshot "$hosts" before
-  perf_job "$tag.allreduce_striped" "$hosts" 1 tcp GROVE_SOCKET_IFNAME=eth0,eth1 \
+  perf_job "$tag.allreduce_striped" "$hosts" 1 tcp "GROVE_SOCKET_IFNAME=$ifname" \
     GROVE_COMPRESS=off -- allreduce -b "$size" -e "$size" -n "$iters" -w "$warmup" -c 1 \
     --fill random
   tx_snapshot "$hosts" after
@@ -299,7 +302,8 @@ rails_striped() {
       "$(mib "$payload") in $calls calls; eth1 must carry $(mib $((payload / 4))))"
     ((d1 >= payload / 4)) ||
       fail "$tag.allreduce_striped: host $h sent only $(mib "$d1") on eth1 (eth0: $(mib "$d0")):" \
-        "expected at least a quarter of its $(mib "$payload") payload, striped over eth0,eth1"
+        "expected at least a quarter of its $(mib "$payload") payload, striped over eth0,eth1" \
+        "(GROVE_SOCKET_IFNAME='$ifname')"
   done
 }
 
@@ -352,6 +356,26 @@ rails_fallback() {
   done
 }
 
+# rails_found_partial TAG: 3 hosts up with two links, host 1's eth1 taken down, no
+# GROVE_SOCKET_IFNAME: hosts 0 and 2 find eth1 and host 1 does not, so connections to and
+# from host 1 get no rail (no peer address on a subnet they share) while 0 <-> 2 keep theirs.
+# The job must pass with exact results, and host 1 sends nothing on eth1.
+rails_found_partial() {
+  local tag=$1 d1
+  local before=() after=()
+  ip -n "$(netns_host "$prefix" 1)" link set eth1 down ||
+    { fail "$tag.found_partial: cannot take host 1's eth1 down"; return; }
+  tx_snapshot 3 before
+  perf_job "$tag.found_partial" 3 1 tcp GROVE_SOCKET_IFNAME= GROVE_COMPRESS=off -- \
+    allreduce -b 4K -e 16M -f 64 -n 2 -w 1 -c 1 --fill random
+  tx_snapshot 3 after
+  d1=$((after[3] - before[3]))
+  echo "   host 1 (eth1 down) sent $(mib "$d1") on eth1; hosts 0 and 2:" \
+    "$(mib $((after[1] - before[1]))), $(mib $((after[5] - before[5])))"
+  ((d1 == 0)) || fail "$tag.found_partial: host 1 sent $(mib "$d1") on its downed eth1"
+  ip -n "$(netns_host "$prefix" 1)" link set eth1 up
+}
+
 case $case_name in
   harness)
     harness_case
@@ -385,6 +409,10 @@ case $case_name in
     rails=GROVE_SOCKET_IFNAME=eth0,eth1
     NETNS_LINKS=2 netns_up 2 "$prefix" || exit 1
     rails_striped rails2 2 $((16 << 20)) 3 1
+    # No GROVE_SOCKET_IFNAME: the transport finds eth1 and pairs it with the peer's by subnet.
+    rails_striped rails2.found 2 $((16 << 20)) 3 1 ""
+    perf_job rails2.found_sizes 2 1 tcp GROVE_SOCKET_IFNAME= -- \
+      allreduce -b 0 -e 100 -i 7 -n 1 -w 0 -d all -o all
     collectives rails2 2 1 tcp "$rails"
     perf_job rails2.allreduce_sizes 2 1 tcp "$rails" -- \
       allreduce -b 0 -e 100 -i 7 -n 1 -w 0 -d all -o all
@@ -407,6 +435,7 @@ case $case_name in
     perf_job rails3.broadcast_root 3 1 tcp "$rails" -- \
       broadcast -r 2 -b 1 -e 32M -f 32 -n 2 -w 1 -d uint8
     rails_fallback rails3 3 1
+    rails_found_partial rails3
     process_check_job rails3 3 1 "$rails"
     ;;
   *)

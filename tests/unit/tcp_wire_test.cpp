@@ -30,16 +30,19 @@ std::string pick(std::string_view spec, const std::vector<tcp::NetInterface>& li
 
 TEST(TcpInterfaces, PicksPerTheNcclRules) {
   auto list = sampleInterfaces();
-  EXPECT_EQ(pick("", list), "docker0 172.17.0.1");  // first up non-loopback
-  EXPECT_EQ(pick("eth", list), "eth0 fd00::2");     // eth1 is down; link-local skipped
-  EXPECT_EQ(pick("ib", list), "ib0 192.168.1.9");   // IPv4 preferred within an interface
-  EXPECT_EQ(pick("=ib", list), "none");             // exact names only
+  EXPECT_EQ(pick("", list), "ib0 192.168.1.9");    // automatic: ib first, as NCCL
+  EXPECT_EQ(pick("eth", list), "eth0 fd00::2");    // eth1 is down; link-local skipped
+  EXPECT_EQ(pick("ib", list), "ib0 192.168.1.9");  // IPv4 preferred within an interface
+  EXPECT_EQ(pick("=ib", list), "none");            // exact names only
   EXPECT_EQ(pick("=ib1,ib0", list), "ib0 192.168.1.9");
   EXPECT_EQ(pick("=ib1", list), "none");  // only a link-local address
   EXPECT_EQ(pick("^docker,lo", list), "eth0 fd00::2");
   EXPECT_EQ(pick("^=eth0,docker0", list), "lo 127.0.0.1");
   EXPECT_EQ(pick(" lo ", list), "lo 127.0.0.1");
   EXPECT_EQ(pick("wlan", list), "none");
+  // Without ib: neither docker nor loopback, then docker, then loopback.
+  EXPECT_EQ(pick("", {list[0], list[1], list[2]}), "eth0 fd00::2");
+  EXPECT_EQ(pick("", {list[0], list[1]}), "docker0 172.17.0.1");
   std::vector<tcp::NetInterface> loopbackOnly = {list[0], list[3]};
   EXPECT_EQ(pick("", loopbackOnly), "lo 127.0.0.1");
   EXPECT_EQ(pick("", {}), "none");
@@ -141,13 +144,77 @@ TEST(TcpRails, EveryNamedInterfaceIsARailButLoopbackNever) {
   EXPECT_EQ(names(tcp::pickInterfaces(list, "eth", 4)), "eth0 eth1");  // eth2 down, eth3 no address
   EXPECT_EQ(names(tcp::pickInterfaces(list, "ib,eth", 4)), "eth0 eth1 ib0");  // system order
   EXPECT_EQ(names(tcp::pickInterfaces(list, "ib,eth", 2)), "eth0 eth1");
-  EXPECT_EQ(names(tcp::pickInterfaces(list, "", 4)), "eth0");  // automatic: one
+  EXPECT_EQ(names(tcp::pickInterfaces(list, "", 4)), "ib0");  // automatic: the ib class
+  list.pop_back();
+  EXPECT_EQ(names(tcp::pickInterfaces(list, "", 4)), "eth0 eth1");  // then all but docker, lo
+  list.push_back({"ib0", {"10.0.0.1"}, true, false});
   EXPECT_EQ(names(tcp::pickInterfaces(list, "^lo", 4)), "eth0 eth1 ib0");
   EXPECT_EQ(names(tcp::pickInterfaces(list, "^ib", 4)), "lo");  // loopback first: alone
   EXPECT_EQ(names(tcp::pickInterfaces(list, "eth,lo", 4)), "lo");
   EXPECT_EQ(names(tcp::pickInterfaces(list, "=eth1,eth0", 4)), "eth0 eth1");
   EXPECT_EQ(names(tcp::pickInterfaces(list, "wlan", 4)), "");
   EXPECT_EQ(tcp::pickInterface(list, "eth")->name, "eth0");
+}
+
+TEST(TcpRails, SubnetsContainTheirAddressesOnly) {
+  EXPECT_TRUE(tcp::sameSubnet("198.18.1.7", "198.18.1.1", 24));
+  EXPECT_FALSE(tcp::sameSubnet("198.18.2.7", "198.18.1.1", 24));
+  EXPECT_TRUE(tcp::sameSubnet("198.18.2.7", "198.18.1.1", 15));
+  EXPECT_TRUE(tcp::sameSubnet("10.1.2.3", "192.168.0.1", 0));
+  EXPECT_TRUE(tcp::sameSubnet("10.0.0.129", "10.0.0.130", 25));
+  EXPECT_FALSE(tcp::sameSubnet("10.0.0.127", "10.0.0.130", 25));
+  EXPECT_TRUE(tcp::sameSubnet("fd00::2:5", "fd00::1", 64));
+  EXPECT_FALSE(tcp::sameSubnet("fd01::5", "fd00::1", 64));
+  EXPECT_FALSE(tcp::sameSubnet("fd00::5", "10.0.0.1", 8));       // mixed families
+  EXPECT_FALSE(tcp::sameSubnet("10.0.0.5", "10.0.0.1", -1));     // unknown prefix
+  EXPECT_FALSE(tcp::sameSubnet("10.0.0.5", "10.0.0.1", 33));     // out of range
+  EXPECT_FALSE(tcp::sameSubnet("host.example", "10.0.0.1", 8));  // not numeric
+}
+
+TEST(TcpRails, FoundInterfacesPairUpWithThePeersBySubnet) {
+  auto rails = [](const std::vector<tcp::InterfaceChoice>& mine,
+                  const std::vector<std::string>& peer) {
+    std::string out;
+    for (const std::string& a : tcp::matchRails(mine, peer, {"198.18.0.1", "172.17.0.1"})) {
+      out += (out.empty() ? "" : " ") + a;
+    }
+    return out;
+  };
+  const std::vector<tcp::InterfaceChoice> mine = {
+      {"eth0", "198.18.0.1", 24}, {"eth1", "198.18.1.1", 24}, {"eth2", "198.18.2.1", 24}};
+  // The peer lists its interfaces in another order: each of mine finds its subnet.
+  EXPECT_EQ(rails(mine, {"198.18.0.2", "198.18.2.2", "198.18.1.2"}), "198.18.1.2 198.18.2.2");
+  // A peer with eth1 only, or with a management network this host does not share.
+  EXPECT_EQ(rails(mine, {"198.18.0.2", "198.18.1.2"}), "198.18.1.2");
+  EXPECT_EQ(rails(mine, {"198.18.0.2", "10.9.0.2"}), "");
+  EXPECT_EQ(rails(mine, {"198.18.0.2"}), "");
+  // A further address on the primary's subnet leaves by the primary's route: no rail.
+  EXPECT_EQ(rails(mine, {"198.18.0.2", "198.18.0.3"}), "");
+  // An address of this host (a docker0 every host has at 172.17.0.1): never a rail.
+  EXPECT_EQ(rails({{"eth0", "198.18.0.1", 24}, {"docker0", "172.17.0.1", 16}},
+                  {"198.18.0.2", "172.17.0.1"}),
+            "");
+  // Two further addresses on one subnet: one rail (the first), each address used once.
+  EXPECT_EQ(rails({mine[0], mine[1]}, {"198.18.0.2", "198.18.1.2", "198.18.1.3"}), "198.18.1.2");
+  // A prefix nobody knows matches nothing; nothing from nothing.
+  EXPECT_EQ(rails({mine[0], {"eth1", "198.18.1.1", -1}}, {"198.18.0.2", "198.18.1.2"}), "");
+  EXPECT_EQ(rails({}, {"198.18.0.2", "198.18.1.2"}), "");
+}
+
+TEST(TcpRails, ThisHostsInterfacesHaveTheirPrefixes) {
+  for (const tcp::NetInterface& interface : tcp::listInterfaces()) {
+    ASSERT_EQ(interface.prefixes.size(), interface.addresses.size()) << interface.name;
+    if (interface.name == "lo") {
+      for (size_t i = 0; i < interface.addresses.size(); ++i) {
+        if (interface.addresses[i] == "127.0.0.1") {
+          EXPECT_EQ(interface.prefixes[i], 8);
+        }
+        if (interface.addresses[i] == "::1") {
+          EXPECT_EQ(interface.prefixes[i], 128);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

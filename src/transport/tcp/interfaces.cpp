@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "grove/error.hpp"
 
@@ -29,17 +30,55 @@ bool isLinkLocalIpv6(const std::string& address) {
   return head == "fe80";
 }
 
-/// The address to listen on for `interface`: its first IPv4 address, else its first IPv6
-/// address that is not link-local, else nothing.
-std::optional<std::string> usableAddress(const NetInterface& interface) {
-  for (const std::string& address : interface.addresses) {
-    if (isIpv4(address)) return address;
+/// The address to listen on for `interface` (with its prefix length): its first IPv4
+/// address, else its first IPv6 address that is not link-local, else nothing.
+std::optional<InterfaceChoice> usableAddress(const NetInterface& interface) {
+  auto choice = [&](size_t i) {
+    return InterfaceChoice{interface.name, interface.addresses[i],
+                           i < interface.prefixes.size() ? interface.prefixes[i] : -1};
+  };
+  for (size_t i = 0; i < interface.addresses.size(); ++i) {
+    if (isIpv4(interface.addresses[i])) return choice(i);
   }
-  for (const std::string& address : interface.addresses) {
-    if (!isLinkLocalIpv6(address)) return address;
+  for (size_t i = 0; i < interface.addresses.size(); ++i) {
+    if (!isLinkLocalIpv6(interface.addresses[i])) return choice(i);
   }
   return std::nullopt;
 }
+
+/// An address as its bytes (4 or 16), empty when it is not numeric.
+std::vector<unsigned char> addressBytes(const std::string& text) {
+  std::vector<unsigned char> bytes(16);
+  if (inet_pton(AF_INET, text.c_str(), bytes.data()) == 1) {
+    bytes.resize(4);
+  } else if (inet_pton(AF_INET6, text.c_str(), bytes.data()) != 1) {
+    bytes.clear();
+  }
+  return bytes;
+}
+
+/// The bits set in the netmask of an address of `family` (-1 when there is none).
+int prefixLength(const sockaddr* mask, int family) {
+  if (mask == nullptr) return -1;
+  const unsigned char* bytes = nullptr;
+  size_t size = 0;
+  if (family == AF_INET) {
+    bytes = reinterpret_cast<const unsigned char*>(
+        &reinterpret_cast<const sockaddr_in*>(mask)->sin_addr);
+    size = 4;
+  } else if (family == AF_INET6) {
+    bytes = reinterpret_cast<const sockaddr_in6*>(mask)->sin6_addr.s6_addr;
+    size = 16;
+  } else {
+    return -1;
+  }
+  int bits = 0;
+  for (size_t i = 0; i < size; ++i) bits += std::popcount(bytes[i]);
+  return bits;
+}
+
+/// NCCL's automatic classes, tried in order until one selects an interface.
+constexpr std::string_view kAutomaticClasses[] = {"ib", "^docker,lo", "docker", "lo"};
 
 }  // namespace
 
@@ -83,14 +122,9 @@ std::vector<InterfaceChoice> pickInterfaces(const std::vector<NetInterface>& int
   std::vector<InterfaceChoice> chosen;
   if (most == 0) return chosen;
   if (trim(spec).empty()) {
-    for (bool wantLoopback : {false, true}) {
-      for (const NetInterface& interface : interfaces) {
-        if (!interface.up || interface.loopback != wantLoopback) continue;
-        if (auto address = usableAddress(interface)) {
-          chosen.push_back(InterfaceChoice{interface.name, *address});
-          return chosen;
-        }
-      }
+    for (std::string_view automatic : kAutomaticClasses) {
+      chosen = pickInterfaces(interfaces, automatic, most);
+      if (!chosen.empty()) return chosen;
     }
     return chosen;
   }
@@ -101,13 +135,48 @@ std::vector<InterfaceChoice> pickInterfaces(const std::vector<NetInterface>& int
     // A loopback interface reaches no other host: never a rail, and a loopback first choice
     // (every rank on this host) gets none.
     if (!chosen.empty() && (interface.loopback || firstIsLoopback)) continue;
-    if (auto address = usableAddress(interface)) {
+    if (auto usable = usableAddress(interface)) {
       if (chosen.empty()) firstIsLoopback = interface.loopback;
-      chosen.push_back(InterfaceChoice{interface.name, *address});
+      chosen.push_back(*usable);
       if (chosen.size() == most) break;
     }
   }
   return chosen;
+}
+
+bool sameSubnet(const std::string& address, const std::string& network, int prefix) {
+  const std::vector<unsigned char> a = addressBytes(address);
+  const std::vector<unsigned char> n = addressBytes(network);
+  if (a.empty() || a.size() != n.size() || prefix < 0 || prefix > int(8 * a.size())) {
+    return false;
+  }
+  for (int bit = 0; bit < prefix; ++bit) {
+    const unsigned char mask = static_cast<unsigned char>(0x80u >> (bit % 8));
+    if ((a[size_t(bit / 8)] & mask) != (n[size_t(bit / 8)] & mask)) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> matchRails(const std::vector<InterfaceChoice>& mine,
+                                    const std::vector<std::string>& peer,
+                                    const std::vector<std::string>& local) {
+  std::vector<std::string> rails;
+  if (mine.empty()) return rails;
+  std::vector<bool> used(peer.size(), false);
+  for (size_t i = 1; i < mine.size(); ++i) {
+    for (size_t j = 1; j < peer.size(); ++j) {
+      const std::string& address = peer[j];
+      if (used[j] || !sameSubnet(address, mine[i].address, mine[i].prefix) ||
+          sameSubnet(address, mine[0].address, mine[0].prefix) ||
+          std::find(local.begin(), local.end(), address) != local.end()) {
+        continue;
+      }
+      used[j] = true;
+      rails.push_back(address);
+      break;
+    }
+  }
+  return rails;
 }
 
 std::vector<NetInterface> listInterfaces() {
@@ -121,7 +190,7 @@ std::vector<NetInterface> listInterfaces() {
     auto found = std::find_if(interfaces.begin(), interfaces.end(),
                               [&](const NetInterface& i) { return i.name == entry->ifa_name; });
     if (found == interfaces.end()) {
-      interfaces.push_back(NetInterface{entry->ifa_name, {}, false, false});
+      interfaces.push_back(NetInterface{entry->ifa_name, {}, false, false, {}});
       found = interfaces.end() - 1;
     }
     found->up = found->up || (entry->ifa_flags & IFF_UP) != 0;
@@ -139,6 +208,7 @@ std::vector<NetInterface> listInterfaces() {
       continue;
     }
     found->addresses.emplace_back(text);
+    found->prefixes.push_back(prefixLength(entry->ifa_netmask, family));
   }
   freeifaddrs(list);
   return interfaces;

@@ -28,6 +28,7 @@
 #include "transport/tcp/acceptor.hpp"
 #include "transport/tcp/connection.hpp"
 #include "transport/tcp/handshake.hpp"
+#include "transport/tcp/interfaces.hpp"
 #include "transport/tcp/network_loop.hpp"
 #include "transport/tcp/tcp_links.hpp"
 
@@ -92,6 +93,11 @@ struct LinksState {
   std::string published;  ///< What peers read from the store: host:port per interface, by commas.
   /// Sockets per connection: one per interface of GROVE_SOCKET_IFNAME (1..kMaxRails).
   int rails = 1;
+  std::vector<InterfaceChoice> railInterfaces;  ///< This rank's interfaces, rail by rail.
+  /// GROVE_SOCKET_IFNAME is unset: a peer's rails are matched by subnet (matchRails), not by
+  /// position in the named list.
+  bool automaticRails = true;
+  std::vector<std::string> localAddresses;  ///< Every address of this host's interfaces.
   HelloPolicy policy;
   std::vector<bool> isRemote;  ///< By rank.
 

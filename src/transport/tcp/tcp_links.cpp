@@ -126,6 +126,12 @@ LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Door
     return (c.address.find(':') != std::string::npos) != v6;
   });
   rails = static_cast<int>(choices.size());
+  railInterfaces = choices;
+  automaticRails = o.interfaces.find_first_not_of(" \t") == std::string::npos;
+  for (const NetInterface& interface : listInterfaces()) {
+    localAddresses.insert(localAddresses.end(), interface.addresses.begin(),
+                          interface.addresses.end());
+  }
   policy = HelloPolicy{o.rank, o.remoteRanks, o.socketsPerPeer, o.geometry.slotBytes, rails};
   // Peers dial the topology's per-link addresses, or one address per rail: accept on all
   // of them (the wildcard).
