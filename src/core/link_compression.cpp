@@ -88,7 +88,7 @@ CompressionChoice chooseCompression(const Config& config, int rank, int size,
     const bool compress = rate.bytesPerSecond < codec;
     decide(q, compress,
            fmt::format("GROVE_COMPRESS=auto: the path's slowest link ({:.3f} GB/s, {}) is {} than "
-                       "the codec ({:.3f} GB/s, measured)",
+                       "the codec ({:.3f} GB/s to encode a byte and decode one, measured)",
                        rate.bytesPerSecond / 1e9, rate.from, compress ? "slower" : "not slower",
                        codec / 1e9));
   }
@@ -104,8 +104,9 @@ std::unique_ptr<exec::LinkCodec> makeLinkCodec(const Config& config,
     if (q != rank && transport.overNetwork(q)) network.push_back(q);
   }
   if (network.empty()) return nullptr;
-  CompressionChoice choice = chooseCompression(config, rank, transport.size(), network, topology,
-                                               exec::measuredCodecBytesPerSecond);
+  CompressionChoice choice =
+      chooseCompression(config, rank, transport.size(), network, topology,
+                        [] { return exec::measuredCodecRates().roundTrip(); });
   for (const auto& [why, peers] : choice.reasons) {
     log::info(rank, "compression: messages to ranks [{}] over the network {}",
               fmt::join(peers, ", "), why);

@@ -5,10 +5,11 @@
 //  * on:   every message over the network (TCP) of float32, bfloat16 or float16 values from
 //          kMinCompressedMessageBytes up;
 //  * auto: the same, to each peer whose path is slower than the codec runs on this machine
-//          (measured once per process): the slowest of this host's NIC (GROVE_NIC_SPEED, or
-//          the drivers' rate) and the known network links of the topology's route to the
-//          peer (a topology file's, or the peer host's NIC when its ranks knew it); with no
-//          rate known, nothing.
+//          (measured once per process: the rate one thread encodes a byte and decodes
+//          another, as a rank of a collective does; CodecRates::roundTrip): the slowest of this
+//          host's NIC (GROVE_NIC_SPEED, or the drivers' rate) and the known network links of the
+//          topology's route to the peer (a topology file's, or the peer host's NIC when its ranks
+//          knew it); with no rate known, nothing.
 // The sender alone decides (messages say whether they are compressed), so ranks whose
 // settings differ still work together.
 #pragma once
@@ -34,7 +35,8 @@ struct CompressionChoice {
 };
 
 /// The decision for `rank` of `size` ranks about `networkPeers` (those over TCP), per the
-/// file comment; `codecBytesPerSecond` is asked (once) only when a rate is known.
+/// file comment; `codecBytesPerSecond` (the round-trip rate) is asked (once) only when a
+/// rate is known.
 CompressionChoice chooseCompression(const Config& config, int rank, int size,
                                     const std::vector<int>& networkPeers,
                                     const topo::Topology* topology,

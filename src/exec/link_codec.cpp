@@ -64,8 +64,8 @@ Status LinkCodec::decode(const void* frame, size_t frameBytes, void* out, size_t
   return codec::decode(frame, frameBytes, out, elements, type, workspace_);
 }
 
-double measuredCodecBytesPerSecond() {
-  static const double rate = [] {
+CodecRates measuredCodecRates() {
+  static const CodecRates rates = []() -> CodecRates {
     // 1 MiB of bfloat16 values drawn like a gradient's (normal, a spread of magnitudes):
     // what the links that compress will mostly carry.
     constexpr size_t kCount = 512 * 1024;
@@ -89,19 +89,25 @@ double measuredCodecBytesPerSecond() {
       const Expected<size_t> size = codec::encode(values.data(), kCount, DataType::kBFloat16,
                                                   frame.data(), frame.size(), workspace);
       const auto t1 = Clock::now();
-      if (!size.ok()) return 0.0;
+      if (!size.ok()) return {};
       if (!codec::decode(frame.data(), size.value(), decoded.data(), kCount, DataType::kBFloat16,
                          workspace)
                .ok()) {
-        return 0.0;
+        return {};
       }
       const auto t2 = Clock::now();
       encodeBest = std::min(encodeBest, std::chrono::duration<double>(t1 - t0).count());
       decodeBest = std::min(decodeBest, std::chrono::duration<double>(t2 - t1).count());
     }
-    return static_cast<double>(kCount * 2) / std::max(encodeBest, decodeBest);
+    const double bytes = static_cast<double>(kCount * 2);
+    return CodecRates{bytes / encodeBest, bytes / decodeBest};
   }();
-  return rate;
+  return rates;
+}
+
+double measuredCodecBytesPerSecond() {
+  const CodecRates rates = measuredCodecRates();
+  return std::min(rates.encode, rates.decode);
 }
 
 }  // namespace grove::exec

@@ -92,9 +92,21 @@ class LinkCodec {
   LinkCodecStats stats_;
 };
 
-/// The codec's sustained rate on this machine in bytes per second of raw data (the slower of
-/// encoding and decoding bfloat16 values drawn like a gradient's), measured once per process
-/// on first use (a few milliseconds).
+/// The codec's rates on this machine in bytes per second of raw data, encoding and decoding
+/// bfloat16 values drawn like a gradient's (best of 3 over 1 MiB), measured once per process
+/// on first use (a few milliseconds); 0 when the codec failed.
+struct CodecRates {
+  double encode = 0;
+  double decode = 0;
+  /// The rate at which one thread encodes a byte and decodes another: what a rank of a
+  /// ring or tree collective sustains, since it decodes what it receives and encodes what it
+  /// sends, both on its own thread (so half the slower direction's rate, or less).
+  double roundTrip() const { return encode > 0 && decode > 0 ? 1 / (1 / encode + 1 / decode) : 0; }
+};
+CodecRates measuredCodecRates();
+
+/// The slower of measuredCodecRates()'s encode and decode: the rate one end of a link codes
+/// at (the simulator's codecGBps, which charges each end of a message separately).
 double measuredCodecBytesPerSecond();
 
 }  // namespace grove::exec

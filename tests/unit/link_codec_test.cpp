@@ -107,6 +107,13 @@ TEST(LinkCodec, MeasuresTheCodecOncePerProcess) {
   const double rate = measuredCodecBytesPerSecond();
   EXPECT_GT(rate, 0.0);
   EXPECT_EQ(measuredCodecBytesPerSecond(), rate);
+  const CodecRates rates = measuredCodecRates();
+  EXPECT_EQ(rate, std::min(rates.encode, rates.decode));
+  // Encoding one byte and decoding another takes the two times together.
+  EXPECT_DOUBLE_EQ(rates.roundTrip(), 1 / (1 / rates.encode + 1 / rates.decode));
+  EXPECT_LT(rates.roundTrip(), rate);
+  EXPECT_DOUBLE_EQ((CodecRates{2e9, 2e9}.roundTrip()), 1e9);
+  EXPECT_EQ((CodecRates{2e9, 0}.roundTrip()), 0.0);  // a failed measurement: no rate
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ TEST(LinkCompression, AutoComparesThisHostsNicWithTheCodec) {
   EXPECT_THAT(slow.choice.reasons,
               ElementsAre(Pair("are compressed: GROVE_COMPRESS=auto: the path's slowest link "
                                "(0.125 GB/s, this host's NIC, GROVE_NIC_SPEED) is slower than "
-                               "the codec (1.200 GB/s, measured)",
+                               "the codec (1.200 GB/s to encode a byte and decode one, measured)",
                                ElementsAre(1))));
   EXPECT_EQ(slow.codecAsked, 1);  // once, however many peers
   Choice fast = choose(autoWith(100000), 0, 3, {1, 2}, nullptr);
@@ -101,11 +101,12 @@ TEST(LinkCompression, AutoFollowsThePeersSlowNicThroughTheHostsTopology) {
   EXPECT_EQ(mixed.choice.reasons[0].first,
             "are compressed: GROVE_COMPRESS=auto: the path's slowest link (0.125 GB/s, the "
             "network link net -> r0 of topology 4 hosts (4 ranks)) is slower than the codec "
-            "(1.200 GB/s, measured)");
+            "(1.200 GB/s to encode a byte and decode one, measured)");
   EXPECT_THAT(mixed.choice.reasons[0].second, ElementsAre(0));
   EXPECT_EQ(mixed.choice.reasons[1].first,
             "are not compressed: GROVE_COMPRESS=auto: the path's slowest link (1.250 GB/s, this "
-            "host's NIC, GROVE_NIC_SPEED) is not slower than the codec (1.200 GB/s, measured)");
+            "host's NIC, GROVE_NIC_SPEED) is not slower than the codec (1.200 GB/s to encode a "
+            "byte and decode one, measured)");
   EXPECT_THAT(mixed.choice.reasons[1].second, ElementsAre(2, 3));
 }
 
