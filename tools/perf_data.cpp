@@ -1,4 +1,4 @@
-// Values and checks of grove perf. Why the values are what they are:
+// Values, checks and buffers of grove perf. Why the values are what they are:
 // * sum/avg: per-rank values in [0, K) with n * (K - 1) no larger than the largest integer
 //   the type holds exactly (int8/uint8 127, bfloat16 256, float16 2048, ...), so every
 //   partial sum in every order is exact; with more ranks than that, exactly `limit` ranks
@@ -17,6 +17,7 @@
 #include <random>
 
 #include "exec/half.hpp"
+#include "grove/memory.hpp"
 
 namespace grove::tools::perf {
 namespace {
@@ -102,6 +103,22 @@ void AlignedBuffer::Free::operator()(std::byte* p) const { ::operator delete(p, 
 
 void poison(void* data, size_t bytes) {
   if (bytes != 0) std::memset(data, kPoisonByte, bytes);
+}
+
+PerfBuffer::PerfBuffer(size_t bytes, bool registered) {
+  if (!registered) {
+    ordinary_ = AlignedBuffer(bytes);
+    data_ = ordinary_.data();
+    return;
+  }
+  // allocate(0) is an error; a run of empty calls still gets a buffer.
+  registered_ = static_cast<std::byte*>(allocate(std::max<size_t>(bytes, 1)));
+  data_ = registered_;
+  poison(data_, bytes);
+}
+
+PerfBuffer::~PerfBuffer() {
+  if (registered_ != nullptr) deallocate(registered_);
 }
 
 Pattern::Pattern(Collective collective, DataType type, ReduceOp op, int nranks, int root)

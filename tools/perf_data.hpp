@@ -39,6 +39,24 @@ class AlignedBuffer {
 /// Fills `bytes` bytes at `data` with kPoisonByte.
 void poison(void* data, size_t bytes);
 
+/// One send or receive buffer of a rank, allocated once for the largest size: ordinary
+/// (AlignedBuffer) or registered (grove::allocate, -R 1). Both are pre-faulted and filled with
+/// the poison byte.
+class PerfBuffer {
+ public:
+  PerfBuffer(size_t bytes, bool registered);
+  ~PerfBuffer();
+  PerfBuffer(const PerfBuffer&) = delete;
+  PerfBuffer& operator=(const PerfBuffer&) = delete;
+
+  std::byte* data() const { return data_; }
+
+ private:
+  AlignedBuffer ordinary_;
+  std::byte* registered_ = nullptr;
+  std::byte* data_ = nullptr;
+};
+
 /// Writes what timed calls send (`fill` is not kPattern; seeded by `rank`) as `count` values
 /// of `type` at `data`. kGaussian: values drawn from N(0, 0.01), near-Gaussian like
 /// gradients, so that the codec's ratio on them is a gradient's (bfloat16 about 1.5, float32

@@ -17,6 +17,30 @@ const std::vector<Collective>& allCollectives() {
   return kAll;
 }
 
+plan::Collective planCollective(Collective collective) {
+  switch (collective) {
+    case Collective::kAllReduce:
+      return plan::Collective::kAllReduce;
+    case Collective::kBroadcast:
+      return plan::Collective::kBroadcast;
+    case Collective::kReduce:
+      return plan::Collective::kReduce;
+    case Collective::kAllGather:
+      return plan::Collective::kAllGather;
+    case Collective::kReduceScatter:
+      return plan::Collective::kReduceScatter;
+    case Collective::kAllToAll:
+      return plan::Collective::kAllToAll;
+    case Collective::kGather:
+      return plan::Collective::kGather;
+    case Collective::kScatter:
+      return plan::Collective::kScatter;
+    case Collective::kSendRecv:
+      return plan::Collective::kSendRecv;
+  }
+  return plan::Collective::kAllReduce;
+}
+
 std::string_view toString(Collective collective) {
   switch (collective) {
     case Collective::kAllReduce:

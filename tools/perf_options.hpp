@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "grove/types.hpp"
+#include "plan/plan.hpp"
 
 namespace grove::tools::perf {
 
@@ -30,6 +31,9 @@ enum class Collective {
 const std::vector<Collective>& allCollectives();
 /// Lower-case name as typed on the command line, e.g. "reducescatter".
 std::string_view toString(Collective collective);
+
+/// The plan layer's name for a collective (what a plan request asks for).
+plan::Collective planCollective(Collective collective);
 /// Parses a collective name; also accepts nccl-tests' "all_reduce" style spellings.
 std::optional<Collective> parseCollective(std::string_view name);
 /// True for the collectives that take a reduction operator.

@@ -25,45 +25,12 @@
 #include "bootstrap/launch.hpp"
 #include "core/comm_state.hpp"
 #include "grove/communicator.hpp"
-#include "grove/memory.hpp"
 #include "perf_data.hpp"
 #include "perf_report.hpp"
+#include "perf_team.hpp"
 
 namespace grove::tools::perf {
 namespace {
-
-/// The ranks agreeing on times and wrong counts, through the communicator itself (as
-/// nccl-tests does through MPI), so the same code serves threads and processes. Only used
-/// outside timed loops.
-class Team {
- public:
-  void sync(Communicator& comm) { comm.barrier(); }
-
-  double combine(Communicator& comm, double value, TimeCombine how) {
-    double result = value;
-    switch (how) {
-      case TimeCombine::kRank0:
-        comm.broadcast(&value, &result, 1, DataType::kFloat64, 0);
-        break;
-      case TimeCombine::kMean:
-        comm.allReduce(&value, &result, 1, DataType::kFloat64, ReduceOp::kAvg);
-        break;
-      case TimeCombine::kMin:
-        comm.allReduce(&value, &result, 1, DataType::kFloat64, ReduceOp::kMin);
-        break;
-      case TimeCombine::kMax:
-        comm.allReduce(&value, &result, 1, DataType::kFloat64, ReduceOp::kMax);
-        break;
-    }
-    return result;
-  }
-
-  int64_t sum(Communicator& comm, int64_t value) {
-    int64_t result = 0;
-    comm.allReduce(&value, &result, 1, DataType::kInt64, ReduceOp::kSum);
-    return result;
-  }
-};
 
 /// State shared by the rank threads.
 struct Shared {
@@ -76,60 +43,6 @@ struct Shared {
   std::exception_ptr error;
   int errorRank = -1;
   bool errorIsRemote = true;
-};
-
-plan::Collective planCollective(Collective collective) {
-  switch (collective) {
-    case Collective::kAllReduce:
-      return plan::Collective::kAllReduce;
-    case Collective::kBroadcast:
-      return plan::Collective::kBroadcast;
-    case Collective::kReduce:
-      return plan::Collective::kReduce;
-    case Collective::kAllGather:
-      return plan::Collective::kAllGather;
-    case Collective::kReduceScatter:
-      return plan::Collective::kReduceScatter;
-    case Collective::kAllToAll:
-      return plan::Collective::kAllToAll;
-    case Collective::kGather:
-      return plan::Collective::kGather;
-    case Collective::kScatter:
-      return plan::Collective::kScatter;
-    case Collective::kSendRecv:
-      return plan::Collective::kSendRecv;
-  }
-  return plan::Collective::kAllReduce;
-}
-
-/// One send or receive buffer of a rank, allocated once for the largest size: ordinary
-/// (AlignedBuffer) or registered (grove::allocate, -R 1). Both are pre-faulted and filled with
-/// the poison byte.
-class PerfBuffer {
- public:
-  PerfBuffer(size_t bytes, bool registered) {
-    if (!registered) {
-      ordinary_ = AlignedBuffer(bytes);
-      data_ = ordinary_.data();
-      return;
-    }
-    // allocate(0) is an error; a run of empty calls still gets a buffer.
-    registered_ = static_cast<std::byte*>(allocate(std::max<size_t>(bytes, 1)));
-    data_ = registered_;
-    poison(data_, bytes);
-  }
-  ~PerfBuffer() {
-    if (registered_ != nullptr) deallocate(registered_);
-  }
-  PerfBuffer(const PerfBuffer&) = delete;
-  PerfBuffer& operator=(const PerfBuffer&) = delete;
-
-  std::byte* data() const { return data_; }
-
- private:
-  AlignedBuffer ordinary_;
-  std::byte* registered_ = nullptr;
-  std::byte* data_ = nullptr;
 };
 
 /// One rank's side of the measurement.
