@@ -192,6 +192,8 @@ Topology twoTier(std::string name, const std::vector<int>& hostOfRank,
         for (int r : ranks) addLink(t, r, nicEnd, kPcieGBps, kPcieLatencyUs, LinkKind::kPcie);
       }
       addLink(t, nicEnd, net, nicGBps, kNetHopLatencyUs, LinkKind::kNet);
+      t.arcs[t.arcs.size() - 1].lineRate = true;  // a Gbit/s figure, both directions
+      t.arcs[t.arcs.size() - 2].lineRate = true;
       if (static_cast<size_t>(i) < nicAssumed.size() && nicAssumed[static_cast<size_t>(i)]) {
         t.arcs[t.arcs.size() - 1].rateAssumed = true;  // both directions of that link
         t.arcs[t.arcs.size() - 2].rateAssumed = true;

@@ -65,7 +65,18 @@ struct Arc {
   /// good for comparing plans but not for a decision that needs the real rate (whether
   /// compressing the link pays: core/link_compression.cpp).
   bool rateAssumed = false;
+  /// The capacity is a NIC's nominal line rate (a Gbit/s figure: GROVE_NIC_SPEED, sysfs, the
+  /// cluster preset, "line_rate" in a topology file), not a measured payload rate: the
+  /// simulator moves kTcpPayloadPerLineByte of it (model/wire.cpp).
+  bool lineRate = false;
 };
+
+/// The payload bytes TCP carries per byte of an Ethernet link's line rate at the default MTU
+/// of 1500: 1448 bytes of a segment (1500 less 20 of IP, 20 of TCP and 12 of timestamps)
+/// per 1538 on the wire (with the Ethernet header and FCS, preamble and inter-frame gap), so
+/// a 1 Gbit/s NIC moves 0.941 Gbit/s (what iperf reports). Links shaped by tc count 1514
+/// bytes per segment and run at 0.956 (bench/hosts measured 0.96).
+inline constexpr double kTcpPayloadPerLineByte = 1448.0 / 1538.0;
 
 class Topology {
  public:

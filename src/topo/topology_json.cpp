@@ -24,6 +24,9 @@
 //        "kind": "nvlink",           // nvlink | pcie | shm | net | other (default other)
 //        "address": "198.18.1.2",    // optional: where `from` connects to reach `to`
 //        "reverse_address": "198.18.1.1",  // optional: the same for the reverse arc
+//        "line_rate": true,          // optional, net links: gbps is the NIC's nominal rate,
+//                                    //   of which TCP carries 0.941 (default false: a
+//                                    //   measured payload rate, as --probe writes)
 //        "bidirectional": true}      // default true: also the arc to -> from
 //     ]
 //   }
@@ -31,8 +34,8 @@
 // Every ordered pair of vertices has at most one arc: a second link between the same
 // vertices in the same direction is an error (use "count" for parallel links). Ranks must be
 // numbered 0..N-1, each exactly once. toJson() writes one bidirectional link for each pair of
-// consecutive opposite arcs that agree in capacity, latency and kind, so readJson(toJson(t))
-// reproduces t exactly, arc order included.
+// consecutive opposite arcs that agree in capacity, latency, kind and line rate, so
+// readJson(toJson(t)) reproduces t exactly, arc order included.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -262,6 +265,14 @@ void readLinks(const Reader& in, const Json& root, Topology& t) {
       arc.latencyUs = in.number(*latency, path + ".latency_us", "a number >= 0");
       if (arc.latencyUs < 0) in.expected(path + ".latency_us", "a number >= 0", *latency);
     }
+    if (const Json* line = in.field(item, "line_rate")) {
+      arc.lineRate = in.boolean(*line, path + ".line_rate");
+      if (arc.lineRate && arc.kind != LinkKind::kNet) {
+        in.fail(path + ".line_rate",
+                fmt::format("given for a {} link (expected \"line_rate\" only on net links)",
+                            toString(arc.kind)));
+      }
+    }
     if (const Json* a = in.field(item, "address")) arc.address = in.string(*a, path + ".address");
     std::string reverseAddress;
     if (const Json* a = in.field(item, "reverse_address")) {
@@ -369,10 +380,12 @@ std::string toJson(const Topology& topology) {
     item["gbps"] = a.capacityGBps;
     item["latency_us"] = a.latencyUs;
     item["kind"] = toString(a.kind);
+    if (a.lineRate) item["line_rate"] = true;
     if (!a.address.empty()) item["address"] = a.address;
     bool paired = i + 1 < arcs.size() && arcs[i + 1].from == a.to && arcs[i + 1].to == a.from &&
                   arcs[i + 1].capacityGBps == a.capacityGBps &&
-                  arcs[i + 1].latencyUs == a.latencyUs && arcs[i + 1].kind == a.kind;
+                  arcs[i + 1].latencyUs == a.latencyUs && arcs[i + 1].kind == a.kind &&
+                  arcs[i + 1].lineRate == a.lineRate;
     if (paired) {
       if (!arcs[i + 1].address.empty()) item["reverse_address"] = arcs[i + 1].address;
       ++i;

@@ -94,6 +94,19 @@ TEST(Simulator, LoneSendIsOverheadPlusBytesOverBandwidthPlusLatency) {
   EXPECT_EQ(p.arcBusy[1], 0);
 }
 
+TEST(Simulator, ANicLineRateCarriesTcpPayloadOnly) {
+  // A net arc whose capacity is a NIC's line rate moves 1448 payload bytes per 1538 on the
+  // wire: 10 GB/s of line carries 10 * 1448 / 1538 GB/s of the message.
+  topo::Topology t = fullMesh(2, 10, 2);
+  for (topo::Arc& arc : t.arcs) arc.kind = topo::LinkKind::kNet;
+  const auto plans = sendPlans(2, 0, 1, 1);
+  EXPECT_NEAR(simulate(plans, t, options(4000)).timeUs, 3.4, kTol);  // a measured payload rate
+  for (topo::Arc& arc : t.arcs) arc.lineRate = true;
+  EXPECT_NEAR(simulate(plans, t, options(4000)).timeUs, 0.5 + 0.4 * 1538 / 1448 + 2 + 0.5, kTol);
+  EXPECT_NEAR(simulate(plans, t, options(1000000)).timeUs, 0.5 + 100.0 * 1538 / 1448 + 2 + 0.5,
+              kTol);
+}
+
 TEST(Simulator, TwoFlowsSharingAnArcTakeTwiceAsLong) {
   SimOptions o = options(1000000);
   o.stepOverheadUs = 0;

@@ -119,6 +119,7 @@ void expectSame(const Topology& a, const Topology& b) {
     EXPECT_EQ(a.arcs[i].latencyUs, b.arcs[i].latencyUs) << i;
     EXPECT_EQ(a.arcs[i].kind, b.arcs[i].kind) << i;
     EXPECT_EQ(a.arcs[i].address, b.arcs[i].address) << i;
+    EXPECT_EQ(a.arcs[i].lineRate, b.arcs[i].lineRate) << i;
   }
 }
 
@@ -130,12 +131,19 @@ TEST(TopologyJson, RoundTripsPresetsAndOddArcs) {
     expectSame(readJson(toJson(t)), t);
   }
   // One-way arcs, unequal directions, addresses, non-adjacent opposite arcs, awkward doubles.
-  Topology t = readJson(R"({"name":"odd","unit_gbps":0.1,"ranks":3,"links":[
+  Topology t = readJson(R"({"name":"odd","unit_gbps":0.1,"ranks":4,"links":[
       {"from":"r0","to":"r1","gbps":0.30000000000000004,"address":"10.0.0.2",
        "bidirectional":false},
       {"from":"r1","to":"r2","gbps":1e-3,"latency_us":0,"reverse_address":"::1"},
-      {"from":"r1","to":"r0","gbps":7,"kind":"shm","address":"x","bidirectional":false}]})");
-  ASSERT_EQ(t.arcs.size(), 4u);
+      {"from":"r1","to":"r0","gbps":7,"kind":"shm","address":"x","bidirectional":false},
+      {"from":"r2","to":"r0","gbps":1,"kind":"net","line_rate":true,"bidirectional":false},
+      {"from":"r0","to":"r2","gbps":1,"kind":"net","line_rate":false,"bidirectional":false},
+      {"from":"r3","to":"r2","gbps":1,"kind":"net","line_rate":true}]})");
+  ASSERT_EQ(t.arcs.size(), 8u);
+  EXPECT_TRUE(t.arcs[4].lineRate);
+  EXPECT_FALSE(t.arcs[5].lineRate);  // r0 -> r2 differs from r2 -> r0 only in its line rate
+  EXPECT_TRUE(t.arcs[6].lineRate);   // both arcs of a bidirectional link
+  EXPECT_TRUE(t.arcs[7].lineRate);
   expectSame(readJson(toJson(t)), t);
 }
 
@@ -218,6 +226,13 @@ TEST(TopologyJson, ErrorsNameThePathAndTheExpectation) {
                                                  "reverse_address": "a"}]})"),
             "t.json: links[0].reverse_address: given for a one-way link (expected no "
             "reverse_address when \"bidirectional\" is false)");
+  EXPECT_EQ(jsonError(R"({"ranks": 2, "links": [{"from": "r0", "to": "r1", "gbps": 1,
+                                                 "kind": "shm", "line_rate": true}]})"),
+            "t.json: links[0].line_rate: given for a shm link (expected \"line_rate\" only on "
+            "net links)");
+  EXPECT_EQ(jsonError(R"({"ranks": 2, "links": [{"from": "r0", "to": "r1", "gbps": 1,
+                                                 "kind": "net", "line_rate": 1}]})"),
+            "t.json: links[0].line_rate: expected true or false, got 1");
   EXPECT_EQ(jsonError(R"({"ranks": 2, "links": [{"from": "r0", "to": "r1", "gbps": 1},
                                                 {"from": "r1", "to": "r0", "gbps": 2}]})"),
             "t.json: links[1]: a second arc from \"r1\" to \"r0\" (links[0] has one; expected at "
@@ -408,6 +423,9 @@ TEST(Cluster, ShapeCapacitiesAndUnit) {
   EXPECT_EQ(t.arcs[t.arcBetween(8, 6)].capacityGBps, 25.0 / 8);
   EXPECT_EQ(t.arcs[t.arcBetween(7, 6)].capacityGBps, 12.5);
   EXPECT_EQ(t.arcs[t.arcBetween(7, 6)].kind, LinkKind::kNet);
+  EXPECT_TRUE(t.arcs[t.arcBetween(7, 6)].lineRate);  // a NIC's Gbit/s figure, both ways
+  EXPECT_TRUE(t.arcs[t.arcBetween(6, 7)].lineRate);
+  EXPECT_FALSE(shm.lineRate);
   std::vector<int> path = t.route(1, 4);
   ASSERT_EQ(path.size(), 4u);
   EXPECT_EQ(t.arcs[path[1]].to, 6);
