@@ -24,7 +24,7 @@
 
 JOBS ?= 2
 PREFIX ?= /usr/local
-TSAN_TESTS ?= Multirank|Threads|Concurrent
+TSAN_TESTS ?= Multirank|Threads|Concurrent|TcpRails
 # Building only these keeps the TSan stage short; tests of executables not built show up in
 # ctest as NAME_NOT_BUILT, which the -R filter leaves out. Empty = build everything.
 TSAN_TARGETS ?= $(basename $(notdir $(shell grep -lE '$(TSAN_TESTS)' \

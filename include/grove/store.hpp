@@ -38,9 +38,15 @@ class Store {
   /// cancelled (its process died, or the connection broke), the store sets `key` to
   /// `value` unless `key` is set by then (the first account of a failure wins). An empty
   /// `value` cancels the will for `key`. Stores that cannot tell (files, a framework's store)
-  /// ignore it, as the default does: a rank killed during init is then found at the
-  /// init's deadline instead of at once.
+  /// ignore it, as the default does, and say so in reportsClosedConnections.
   virtual void setOnClose(std::string_view /*key*/, std::string_view /*value*/) {}
+  /// Whether setOnClose works: the store sees a client's connection end. A store that does
+  /// not (the default) gets a pulse instead while a communicator is created: each waiting
+  /// rank bumps a counter key about once a second and reads the others', and a rank whose
+  /// counter stands still for GROVE_HEARTBEAT_TIMEOUT is named as failed
+  /// (src/bootstrap/init_liveness.hpp). So a rank killed or stopped during init is found in
+  /// seconds through any store.
+  virtual bool reportsClosedConnections() const { return false; }
   /// After this, a broken connection to the store is an error at once
   /// (ErrorCode::kRemoteError) instead of being redialled until the timeout.
   virtual void failOnDisconnect() {}

@@ -13,8 +13,13 @@ namespace grove::bootstrap {
 using Clock = std::chrono::steady_clock;
 
 Rendezvous::Rendezvous(Store& store, std::string prefix, int rank, int size,
-                       std::chrono::milliseconds timeout)
-    : store_(store), prefix_(std::move(prefix)), rank_(rank), size_(size), timeout_(timeout) {}
+                       std::chrono::milliseconds timeout, std::chrono::milliseconds silence)
+    : store_(store),
+      prefix_(std::move(prefix)),
+      rank_(rank),
+      size_(size),
+      timeout_(timeout),
+      liveness_(store, prefix_, rank, size, silence) {}
 
 std::string Rendezvous::await(const std::string& key, const std::string& what) {
   return poll(key, what, false);
@@ -39,6 +44,12 @@ std::string Rendezvous::poll(const std::string& key, const std::string& what, bo
       if (store_.check(failure)) {
         throw Error(ErrorCode::kRemoteError, fmt::format("grove init (rank {} of {}): {}", rank_,
                                                          size_, store_.get(failure, timeout_)));
+      }
+      const std::string silent = liveness_.tick(InitLiveness::Clock::now());
+      if (!silent.empty()) {
+        publish(silent);
+        throw Error(ErrorCode::kRemoteError,
+                    fmt::format("grove init (rank {} of {}): {}", rank_, size_, silent));
       }
     } catch (const Error& error) {
       // A refused secret, a bad address or a published failure is final; a store that is
@@ -66,7 +77,7 @@ std::string Rendezvous::poll(const std::string& key, const std::string& what, bo
   }
 }
 
-void Rendezvous::barrier(const std::string& name) {
+void Rendezvous::barrier(const std::string& name, bool last) {
   store_.set(fmt::format("{}{}/{}", prefix_, name, rank_), "1");
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) continue;
@@ -88,14 +99,20 @@ void Rendezvous::barrier(const std::string& name) {
     if (store_.add(departed, 1) == size_) {
       for (int q = 0; q < size_; ++q) store_.erase(fmt::format("{}{}/{}", prefix_, name, q));
       store_.erase(departed);
+      if (last) liveness_.erase();
     }
   } catch (const Error&) {
   }
 }
 
 void Rendezvous::publishFailure(const std::string& reason) noexcept {
+  publish(fmt::format("rank {} failed: {}", rank_, reason));
+}
+
+void Rendezvous::publish(const std::string& account) noexcept {
   try {
-    store_.set(prefix_ + "failed", fmt::format("rank {} failed: {}", rank_, reason));
+    const std::string failure = prefix_ + "failed";
+    if (!store_.check(failure)) store_.set(failure, account);
   } catch (...) {
   }
 }

@@ -64,6 +64,7 @@ class TcpStoreClient : public Store {
   void erase(std::string_view key) override;
   void setOnClose(std::string_view key, std::string_view value) override;
   void failOnDisconnect() override;
+  bool reportsClosedConnections() const override { return true; }
 
   /// "host:port" of the server (for messages).
   std::string address() const;

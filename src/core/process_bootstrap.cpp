@@ -234,7 +234,8 @@ std::shared_ptr<CommState> joinThrough(const bootstrap::LaunchInfo& info, const 
                                        std::shared_ptr<bootstrap::Store> store,
                                        std::shared_ptr<void> server, const std::string& where) {
   const std::string prefix = fmt::format("grove/{}/", nextGeneration(where, info.rank));
-  bootstrap::Rendezvous rendezvous(*store, prefix, info.rank, info.worldSize, config.timeout);
+  bootstrap::Rendezvous rendezvous(*store, prefix, info.rank, info.worldSize, config.timeout,
+                                   config.heartbeatTimeout);
   try {
     return join(info, config, store, rendezvous, server, prefix, where);
   } catch (const Error& error) {

@@ -13,6 +13,7 @@ Usage: safety_test.py SAFETY_CHECK CASE
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -152,10 +153,10 @@ def case_reinit_inproc():
     print("reinit in process: %s" % results[0][0].strip())
 
 
-def killed_during_init(case, size, started, victim, waiter, expected):
+def killed_during_init(case, size, started, victim, waiter, expected, env=None):
     """Starts `started` ranks of `size` (the others never come), kills `victim` once it has
     claimed its rank; `waiter` must fail at once with a message matching `expected`."""
-    job = Job(size, env={"GROVE_DEBUG": "INFO"})
+    job = Job(size, env=dict({"GROVE_DEBUG": "INFO"}, **(env or {})))
     try:
         for rank in started:
             job.start(rank, ["init"])
@@ -169,6 +170,9 @@ def killed_during_init(case, size, started, victim, waiter, expected):
         results = job.finish(TIMEOUT / 2)
     finally:
         job.kill_all()
+        store = (env or {}).get("GROVE_STORE", "")
+        if store.startswith("file:"):
+            shutil.rmtree(store[len("file:"):], ignore_errors=True)
     out, err, status = results[waiter]
     error = error_of(out)
     if status is None or error is None:
@@ -406,6 +410,12 @@ def main():
             "kill_during_init", 3, (0, 2), 2, 0, r"rank 2 failed: its connection to the store"),
         "kill_store_during_init": lambda: killed_during_init(
             "kill_store_during_init", 3, (0, 1), 0, 1, r"connection to the store server was lost"),
+        # A file store cannot report the closed connection: the init pulse finds the silence.
+        "kill_during_init_file_store": lambda: killed_during_init(
+            "kill_during_init_file_store", 3, (0, 2), 2, 0,
+            r"rank 2 failed: no sign of life from it at the store",
+            {"GROVE_STORE": "file:" + tempfile.mkdtemp(prefix="grove-safety-store-"),
+             "GROVE_HEARTBEAT_TIMEOUT": "3"}),
         "unresolvable_root": case_unresolvable_root,
         "leave_shm": lambda: case_leave("shm"),
         "leave_tcp": lambda: case_leave("tcp"),

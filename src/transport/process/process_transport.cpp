@@ -68,8 +68,11 @@ ProcessTransport::ProcessTransport(ProcessTransportSetup setup) : setup_(std::mo
   }
   log::info(me, "transport: shm to ranks {}, tcp to ranks {}{}", rankList(shmPeers),
             rankList(remote), tcp_ ? fmt::format(" (listening on {})", tcp_->address()) : "");
-  bootstrap::Rendezvous(*setup_.store, setup_.keyPrefix, me, setup_.size, setup_.timeout)
-      .barrier("ready");
+  // The last wait of a communicator's creation: the last rank through also erases the
+  // rendezvous' liveness counters.
+  bootstrap::Rendezvous(*setup_.store, setup_.keyPrefix, me, setup_.size, setup_.timeout,
+                        setup_.tcp.heartbeatTimeout)
+      .barrier("ready", /*last=*/true);
 }
 
 ProcessTransport::~ProcessTransport() = default;
