@@ -16,6 +16,7 @@
 #include "bootstrap/rendezvous.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "grove/error.hpp"
+#include "support/error_of.hpp"
 
 namespace grove::bootstrap {
 namespace {
@@ -24,16 +25,7 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-template <class F>
-Error errorOf(F&& call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error;
-  }
-  ADD_FAILURE() << "no error thrown";
-  return Error(ErrorCode::kInternalError, "none");
-}
+using grove::testing::errorOf;
 
 class InitLivenessTest : public ::testing::Test {
  protected:

@@ -23,6 +23,7 @@
 #include "bootstrap/tcp_store_wire.hpp"
 #include "common/socket.hpp"
 #include "grove/error.hpp"
+#include "support/error_of.hpp"
 
 namespace grove::bootstrap {
 namespace {
@@ -31,15 +32,7 @@ using namespace std::chrono_literals;
 
 constexpr char kSecret[] = "store-test-secret";
 
-template <class F>
-Error errorOf(F&& call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error;
-  }
-  return Error(ErrorCode::kSuccess, "no error thrown");
-}
+using grove::testing::errorOf;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -267,9 +260,9 @@ TEST_F(TcpStoreTest, ForkedProcessesRendezvous) {
 TEST_F(TcpStoreTest, WrongSecretIsRefusedAndServerKeepsServing) {
   auto good = client();
   good->set("before", "1");
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   Error error = errorOf([&] { client("not-the-secret"); });
-  std::string serverLog = testing::internal::GetCapturedStderr();
+  std::string serverLog = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(error.code(), ErrorCode::kInvalidUsage);
   EXPECT_TRUE(contains(error.what(), "GROVE_SECRET")) << error.what();
   EXPECT_FALSE(contains(error.what(), "not-the-secret")) << error.what();
@@ -293,14 +286,14 @@ void expectServerCloses(int fd) {
 }
 
 TEST_F(TcpStoreTest, GarbageBeforeAuthenticationClosesOnlyThatConnection) {
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   net::UniqueFd raw =
       net::connectWithRetry("127.0.0.1", port_, net::Clock::now() + 10s, "store server");
   std::string garbage;
   for (int i = 0; i < 300; ++i) garbage += static_cast<char>(i * 37 + 11);
   net::writeExact(raw.get(), garbage.data(), garbage.size(), net::Clock::now() + 10s, "garbage");
   expectServerCloses(raw.get());
-  testing::internal::GetCapturedStderr();
+  ::testing::internal::GetCapturedStderr();
   auto store = client();
   store->set("still", "alive");
   EXPECT_EQ(store->get("still", 1s), "alive");
@@ -332,13 +325,13 @@ TEST_F(TcpStoreTest, MalformedFramesAfterAuthenticationCloseOnlyThatConnection) 
   frame += "abc";
   frames.push_back(frame);
   for (const std::string& bad : frames) {
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     net::UniqueFd raw =
         net::connectWithRetry("127.0.0.1", port_, net::Clock::now() + 10s, "store server");
     authenticate(raw.get(), kSecret, false, "test client", net::Clock::now() + 10s);
     net::writeExact(raw.get(), bad.data(), bad.size(), net::Clock::now() + 10s, "bad frame");
     expectServerCloses(raw.get());
-    std::string log = testing::internal::GetCapturedStderr();
+    std::string log = ::testing::internal::GetCapturedStderr();
     EXPECT_TRUE(contains(log, "closing the connection")) << log;
     store->set("survivor", "yes");
     EXPECT_EQ(store->get("survivor", 1s), "yes");
