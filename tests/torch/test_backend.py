@@ -120,6 +120,21 @@ def test_stopped_rank_is_found_by_heartbeats_not_the_group_timeout():
         print("rank %d raised %.1f s into its call: %s" % (child.rank, r["seconds"], r["error"]))
 
 
+def test_rank_killed_during_init_is_named_by_its_pulse():
+    # The group timeout is 120 s; torch's store cannot report rank 2's closed connection, so
+    # rank 0 finds it by its init pulse standing still for GROVE_HEARTBEAT_TIMEOUT (5 s here).
+    before = grove_segments()
+    children = run("kill_during_init", 3, env={"GROVE_HEARTBEAT_TIMEOUT": "5"}, timeout=200)
+    assert children[2].code == -signal.SIGKILL, launch.describe(children)
+    for child in children[:2]:
+        assert child.code == 0, launch.describe(children)
+    r = children[0].result("kill_during_init")
+    assert r["error"] is not None, r
+    assert "rank 2 failed" in r["error"] and "no sign of life" in r["error"], r
+    print("rank 0 raised %.1f s into new_group: %s: %s" % (r["seconds"], r["cls"], r["error"]))
+    assert grove_segments() <= before, "segments left in /dev/shm: %s" % (grove_segments() - before)
+
+
 def test_abort_ends_the_call_in_flight_not_at_the_group_timeout():
     # The group timeout is 120 s; ProcessGroup.abort() makes the all_reduce stuck on rank 1
     # fail at once with grove's reason (before, it ended only at that timeout, with a

@@ -3,6 +3,7 @@ launch.py with torchrun's environment. Each case prints RESULT lines (JSON)."""
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -154,6 +155,33 @@ def case_stop():
         report("stop", error=str(error), cls=type(error).__name__,
                seconds=time.monotonic() - started)
     leave(n - 1)
+
+
+def case_kill_during_init():
+    """Ranks 0 and 2 create a grove group (through torch's store) that rank 1 is late for;
+    rank 2 is SIGKILLed while they wait. Torch's store cannot say that rank 2's connection
+    closed, so rank 0 must find it by its silent init pulse, not at the group's timeout."""
+    dist.init_process_group(backend="gloo", timeout=timedelta(seconds=120))
+    rank = dist.get_rank()
+    store = dist.distributed_c10d._get_default_store()
+    if rank == 1:
+        store.wait(["test/over"], timedelta(seconds=200))  # late, until rank 0 is done
+        leave(2)
+    if rank == 2:
+        # Killed from outside (this process waits inside grove's init, in C++): 3 s lets its
+        # pulse count at least once (its first beat comes with its first wait).
+        subprocess.Popen(["sh", "-c", "sleep 3; kill -KILL %d" % os.getpid()],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started = time.monotonic()
+    try:
+        dist.new_group(backend=os.environ.get("TEST_BACKEND", "grove"),
+                       timeout=timedelta(seconds=120))
+        report("kill_during_init", error=None)
+    except Exception as error:  # noqa: BLE001
+        report("kill_during_init", error=str(error), cls=type(error).__name__,
+               seconds=time.monotonic() - started)
+    store.set("test/over", "1")
+    leave(2)
 
 
 def case_abort():
