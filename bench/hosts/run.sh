@@ -35,7 +35,8 @@
 # END (64M), FACTOR (8), ROUNDS (3), ITERS (20), WARMUP (5), LIBS ("grove openmpi gloo"; "ring" adds grove forced to a ring, "plain" grove
 # with GROVE_COMPRESS=off), DATATYPE (grove's: float; the peers always send float32), FILL
 # (what grove's timed calls send: gaussian, random or pattern, grove perf --fill), GROVE
-# (build/bin/grove), OUT (build/hosts/DATE). grove's ranks get GROVE_NIC_SPEED of their
+# (build/bin/grove), OUT (build/hosts/DATE), NIC_SPEED (told, or measured: GROVE_NIC_SPEED=0,
+# see nic_speed). grove's ranks get GROVE_NIC_SPEED of their
 # host's shaped rate, all its links together (nic_speed: 2000 for 2x1gbit), so its topology
 # knows the slow host of the mixed case and GROVE_COMPRESS=auto compresses the 1gbit links;
 # its timed calls send Gaussian values (grove perf --fill gaussian), which compress as
@@ -101,6 +102,12 @@ finish_ranks() {
 # unshaped.
 nic_speed() {
   local one
+  # NIC_SPEED=measured: nobody tells grove the rate; GROVE_COMPRESS=auto goes by what the TCP
+  # transport measures (the veths report no line rate).
+  if [[ ${NIC_SPEED:-told} == measured ]]; then
+    echo 0
+    return
+  fi
   case $link_rate in
     1gbit) one=1000 ;;
     10gbit) one=10000 ;;

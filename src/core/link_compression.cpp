@@ -50,7 +50,22 @@ PathRate pathRate(const Config& config, const topo::Topology* topology, int rank
   return rate;
 }
 
+void addReason(CompressionChoice& choice, int q, std::string why) {
+  for (auto& [reason, peers] : choice.reasons) {
+    if (reason == why) {
+      peers.push_back(q);
+      return;
+    }
+  }
+  choice.reasons.push_back({std::move(why), {q}});
+}
+
 }  // namespace
+
+bool measuredSlow(double measuredBytesPerSecond, double codecBytesPerSecond, bool compressing) {
+  const double share = compressing ? 1.0 : kMeasuredRateShare;
+  return measuredBytesPerSecond > 0 && measuredBytesPerSecond < share * codecBytesPerSecond;
+}
 
 CompressionChoice chooseCompression(const Config& config, int rank, int size,
                                     const std::vector<int>& networkPeers,
@@ -58,16 +73,10 @@ CompressionChoice chooseCompression(const Config& config, int rank, int size,
                                     const std::function<double()>& codecBytesPerSecond) {
   CompressionChoice choice;
   choice.compressTo.assign(static_cast<size_t>(size), 0);
-  auto decide = [&](int q, bool compress, std::string why) {
-    choice.compressTo[static_cast<size_t>(q)] = compress ? 1 : 0;
-    why = fmt::format("{}: {}", compress ? "are compressed" : "are not compressed", why);
-    for (auto& [reason, peers] : choice.reasons) {
-      if (reason == why) {
-        peers.push_back(q);
-        return;
-      }
-    }
-    choice.reasons.push_back({std::move(why), {q}});
+  auto decide = [&](int q, bool compress, const std::string& why) {
+    choice.compressTo[static_cast<size_t>(q)] = compress ? exec::kSendCompressed : exec::kSendRaw;
+    addReason(choice, q,
+              fmt::format("{}: {}", compress ? "are compressed" : "are not compressed", why));
   };
   double codec = 0;  // measured when first needed
   for (int q : networkPeers) {
@@ -78,10 +87,13 @@ CompressionChoice chooseCompression(const Config& config, int rank, int size,
     }
     const PathRate rate = pathRate(config, topology, rank, q);
     if (rate.bytesPerSecond <= 0) {
-      decide(q, false,
-             fmt::format("GROVE_COMPRESS=auto and the link's rate is unknown (no GROVE_NIC_SPEED, "
-                         "no known rate in the topology; {})",
-                         config.nicSpeedSource));
+      choice.compressTo[static_cast<size_t>(q)] = exec::kSendCompressedIfMeasuredSlow;
+      addReason(choice, q,
+                fmt::format("are raw until the transport measures the link: GROVE_COMPRESS=auto "
+                            "and its rate is unknown (no GROVE_NIC_SPEED, no known rate in the "
+                            "topology; {}); they are compressed while its sends drain at under "
+                            "{:g} of the codec's rate",
+                            config.nicSpeedSource, kMeasuredRateShare));
       continue;
     }
     if (codec == 0) codec = codecBytesPerSecond();
@@ -111,7 +123,36 @@ std::unique_ptr<exec::LinkCodec> makeLinkCodec(const Config& config,
     log::info(rank, "compression: messages to ranks [{}] over the network {}",
               fmt::join(peers, ", "), why);
   }
-  return std::make_unique<exec::LinkCodec>(std::move(choice.compressTo), config.slotBytes);
+  // Asked per compressible message to a peer of kSendCompressedIfMeasuredSlow: an atomic
+  // load while nothing was measured. The codec's rate is measured now, while the ranks still
+  // meet (measured in the middle of a collective, with the other ranks and the network
+  // threads busy on the same cores, it read 0.40-0.66 GB/s instead of 1.05 here). Logs each
+  // peer's change of mind (GROVE_DEBUG=INFO).
+  const bool measuring = std::find(choice.compressTo.begin(), choice.compressTo.end(),
+                                   exec::kSendCompressedIfMeasuredSlow) != choice.compressTo.end();
+  const double codec = measuring ? exec::measuredCodecRates().roundTrip() : 0;
+  auto slow =
+      [&transport, rank, codec,
+       said = std::vector<int8_t>(static_cast<size_t>(transport.size()), -1)](int peer) mutable {
+        const double rate = transport.measuredSendRate(peer);
+        if (rate <= 0) return false;
+        int8_t& told = said[static_cast<size_t>(peer)];
+        const bool compress = measuredSlow(rate, codec, told == 1);
+        if (told != static_cast<int8_t>(compress)) {
+          log::info(rank,
+                    "compression: messages to rank {} over the network are {}: the link delivered "
+                    "sends at {:.3f} GB/s (measured), {} the codec's {:.3f} GB/s",
+                    peer, compress ? "compressed from now on" : "raw", rate / 1e9,
+                    compress    ? "under half of"
+                    : told == 1 ? "not under"
+                                : "not under half of",
+                    codec / 1e9);
+          told = static_cast<int8_t>(compress);
+        }
+        return compress;
+      };
+  return std::make_unique<exec::LinkCodec>(std::move(choice.compressTo), config.slotBytes,
+                                           std::move(slow));
 }
 
 void logLinkCodecStats(int rank, const exec::LinkCodec& codec) {

@@ -9,7 +9,10 @@
 //          another, as a rank of a collective does; CodecRates::roundTrip): the slowest of this
 //          host's NIC (GROVE_NIC_SPEED, or the drivers' rate) and the known network links of the
 //          topology's route to the peer (a topology file's, or the peer host's NIC when its ranks
-//          knew it); with no rate known, nothing.
+//          knew it); with no rate known, raw until the transport has measured the link
+//          (Transport::measuredSendRate: how fast it drained sends that waited on it), then
+//          compressed once that is under kMeasuredRateShare of the codec's round-trip rate
+//          (measured when the communicator is made), raw again at the codec's rate.
 // The sender alone decides (messages say whether they are compressed), so ranks whose
 // settings differ still work together.
 #pragma once
@@ -28,9 +31,23 @@
 
 namespace grove::detail {
 
+/// A measured drain rate is a lower bound of the link's (a slow receiver lowers it too), and
+/// compressing a link the codec cannot outrun loses (0.57x at 10 Gbit/s, docs/compression.md):
+/// only a link measured clearly slower than the codec compresses. At 1 Gbit/s a link drains at
+/// about 0.12 GB/s, a ninth of the codec's ~1.05 GB/s on this project's machine.
+inline constexpr double kMeasuredRateShare = 0.5;
+
+/// Whether a link measured delivering sends at `measuredBytesPerSecond` compresses, for a
+/// codec of round-trip rate `codecBytesPerSecond` (0: not measured, never). A link starts
+/// compressing under kMeasuredRateShare of the codec's rate and, once `compressing`, goes back
+/// to raw only at the codec's rate or above: the estimate moves (1 Gbit/s links read 0.12 to
+/// 0.34 GB/s), and a link should not flip between the two on each move.
+bool measuredSlow(double measuredBytesPerSecond, double codecBytesPerSecond, bool compressing);
+
 /// Which peers' messages a rank compresses, and why (one reason with the peers it covers).
 struct CompressionChoice {
-  std::vector<uint8_t> compressTo;  ///< One per rank: 1 = compress messages to it.
+  /// One per rank: exec::kSendRaw, kSendCompressed or kSendCompressedIfMeasuredSlow.
+  std::vector<uint8_t> compressTo;
   std::vector<std::pair<std::string, std::vector<int>>> reasons;
 };
 

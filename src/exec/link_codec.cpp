@@ -12,8 +12,10 @@ namespace grove::exec {
 
 bool compressibleType(DataType type) { return codec::planeCount(type) > 0; }
 
-LinkCodec::LinkCodec(std::vector<uint8_t> compressTo, size_t slotBytes)
+LinkCodec::LinkCodec(std::vector<uint8_t> compressTo, size_t slotBytes,
+                     std::function<bool(int)> measuredSlow)
     : compressTo_(std::move(compressTo)),
+      measuredSlow_(std::move(measuredSlow)),
       peers_(compressTo_.size()),
       workspace_(codec::kDefaultBlockBytes),
       // The largest frame of a slot: its elements of the smallest compressible type.
@@ -21,9 +23,20 @@ LinkCodec::LinkCodec(std::vector<uint8_t> compressTo, size_t slotBytes)
       decoded_(slotBytes),
       combined_(slotBytes) {}
 
+bool LinkCodec::compressesTo(int peer) const {
+  if (peer < 0 || static_cast<size_t>(peer) >= compressTo_.size()) return false;
+  switch (compressTo_[peer]) {
+    case kSendCompressed:
+      return true;
+    case kSendCompressedIfMeasuredSlow:
+      return measuredSlow_ && measuredSlow_(peer);
+    default:
+      return false;
+  }
+}
+
 bool LinkCodec::shouldCompress(int peer, DataType type, size_t bytes) {
-  if (peer < 0 || static_cast<size_t>(peer) >= compressTo_.size() || compressTo_[peer] == 0 ||
-      bytes < kMinCompressedMessageBytes || !compressibleType(type)) {
+  if (bytes < kMinCompressedMessageBytes || !compressibleType(type) || !compressesTo(peer)) {
     return false;
   }
   PeerState& state = peers_[peer];

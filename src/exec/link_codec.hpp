@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "codec/codec.hpp"
@@ -34,6 +35,14 @@ inline constexpr size_t kMinGainFraction = 32;
 inline constexpr uint32_t kMissesBeforeBackoff = 4;
 inline constexpr uint32_t kRawMessagesAfterMisses = 256;
 
+/// What a rank does with the messages it sends to a peer over the network (one per rank in
+/// LinkCodec's `compressTo`).
+inline constexpr uint8_t kSendRaw = 0;
+inline constexpr uint8_t kSendCompressed = 1;
+/// Nothing said what the link's rate is: raw, until the transport measured it slow (asked
+/// through LinkCodec's `measuredSlow`, message by message, so a link can change its mind).
+inline constexpr uint8_t kSendCompressedIfMeasuredSlow = 2;
+
 /// Whether the codec can shrink values of `type` (float32, bfloat16, float16).
 bool compressibleType(DataType type);
 
@@ -49,9 +58,11 @@ struct LinkCodecStats {
 
 class LinkCodec {
  public:
-  /// `compressTo[q]`: messages to rank q may be compressed. `slotBytes`: the largest
+  /// `compressTo[q]`: what to do with messages to rank q (kSendRaw, kSendCompressed or
+  /// kSendCompressedIfMeasuredSlow, which asks `measuredSlow(q)`). `slotBytes`: the largest
   /// message (the FIFO slot), for which every buffer is allocated now.
-  LinkCodec(std::vector<uint8_t> compressTo, size_t slotBytes);
+  LinkCodec(std::vector<uint8_t> compressTo, size_t slotBytes,
+            std::function<bool(int)> measuredSlow = {});
 
   /// Whether a message of `bytes` bytes of `type` to `peer` should be encoded now.
   /// (Counts down a peer's backoff: call once per message.)
@@ -72,9 +83,8 @@ class LinkCodec {
   char* decodedStaging() { return decoded_.data(); }
   char* combinedStaging() { return combined_.data(); }
 
-  bool compressesTo(int peer) const {
-    return peer >= 0 && static_cast<size_t>(peer) < compressTo_.size() && compressTo_[peer] != 0;
-  }
+  /// Messages to `peer` are compressed now (a compressed message passes on as it came).
+  bool compressesTo(int peer) const;
   void countForwarded() { ++stats_.messagesForwarded; }
   const LinkCodecStats& stats() const { return stats_; }
 
@@ -84,6 +94,7 @@ class LinkCodec {
     uint32_t rawLeft = 0;  // messages still to send raw before trying again
   };
   std::vector<uint8_t> compressTo_;
+  std::function<bool(int)> measuredSlow_;
   std::vector<PeerState> peers_;
   codec::Workspace workspace_;
   std::vector<uint8_t> frame_;  // maxEncodedBytes of a slot: the encoder's whole-frame room

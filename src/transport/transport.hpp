@@ -69,6 +69,10 @@ class Transport {
   /// Whether messages to `peer` cross a network (TCP to another host, or GROVE_TRANSPORT=tcp):
   /// the links where compression can pay (GROVE_COMPRESS).
   virtual bool overNetwork(int /*peer*/) const { return false; }
+  /// How fast the network path to `peer` delivers this rank's sends (TCP: the median of the
+  /// kernel's recent delivery-rate samples, tcp/drain_rate.hpp), bytes/s; 0 when not measured
+  /// (yet). A slow receiver lowers it too.
+  virtual double measuredSendRate(int /*peer*/) const { return 0; }
   /// Reading peers' memory in place (zero-copy single-host collectives), or nullptr when
   /// this transport cannot (some peer is on another host).
   virtual PeerMemory* peerMemory() { return nullptr; }

@@ -40,6 +40,34 @@ TEST(LinkCodec, EncodesOnlyCodedTypesToCompressingPeersFromTheSmallestSize) {
   EXPECT_FALSE(codec.compressesTo(2));
 }
 
+// A link nothing gave a rate for follows the transport's measure, message by message.
+TEST(LinkCodec, ALinkOfUnknownRateCompressesWhileItsMeasureSaysSlow) {
+  std::vector<int> asked;
+  bool slow = false;
+  LinkCodec codec({kSendRaw, kSendCompressedIfMeasuredSlow, kSendCompressed}, kSlotBytes,
+                  [&](int peer) {
+                    asked.push_back(peer);
+                    return slow;
+                  });
+  EXPECT_FALSE(codec.shouldCompress(1, DataType::kBFloat16, kSlotBytes));
+  EXPECT_FALSE(codec.compressesTo(1));
+  slow = true;
+  EXPECT_TRUE(codec.shouldCompress(1, DataType::kBFloat16, kSlotBytes));
+  EXPECT_TRUE(codec.compressesTo(1));
+  slow = false;  // measured faster since: raw again
+  EXPECT_FALSE(codec.shouldCompress(1, DataType::kFloat32, kSlotBytes));
+  // Not asked for a message too small or of a type the codec cannot shrink, nor for peers
+  // whose policy is fixed.
+  EXPECT_FALSE(codec.shouldCompress(1, DataType::kInt32, kSlotBytes));
+  EXPECT_FALSE(codec.shouldCompress(1, DataType::kBFloat16, kMinCompressedMessageBytes - 1));
+  EXPECT_TRUE(codec.shouldCompress(2, DataType::kBFloat16, kSlotBytes));
+  EXPECT_FALSE(codec.shouldCompress(0, DataType::kBFloat16, kSlotBytes));
+  EXPECT_EQ(asked, std::vector<int>({1, 1, 1, 1, 1}));
+  // Without a measure to ask, such a link stays raw.
+  LinkCodec unmeasured({kSendRaw, kSendCompressedIfMeasuredSlow}, kSlotBytes);
+  EXPECT_FALSE(unmeasured.shouldCompress(1, DataType::kBFloat16, kSlotBytes));
+}
+
 TEST(LinkCodec, AGradientShrinksIntoItsSlotAndDecodesBitForBit) {
   for (DataType type : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat16}) {
     const size_t count = kSlotBytes / dataTypeSize(type);

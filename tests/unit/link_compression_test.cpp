@@ -58,13 +58,15 @@ TEST(LinkCompression, OnAndOffAreAsTold) {
   EXPECT_EQ(on.codecAsked + off.codecAsked, 0);
 }
 
-TEST(LinkCompression, AutoWithNoRateKnownCompressesNothingAndMeasuresNothing) {
+TEST(LinkCompression, AutoWithNoRateKnownWaitsForTheTransportsMeasureAndMeasuresNoCodec) {
+  constexpr uint8_t kMeasure = exec::kSendCompressedIfMeasuredSlow;
   Choice none = choose(autoWith(0), 1, 2, {0}, nullptr);
-  EXPECT_THAT(none.choice.compressTo, ElementsAre(0, 0));
+  EXPECT_THAT(none.choice.compressTo, ElementsAre(kMeasure, 0));
   EXPECT_THAT(none.choice.reasons,
-              ElementsAre(Pair("are not compressed: GROVE_COMPRESS=auto and the link's rate is "
-                               "unknown (no GROVE_NIC_SPEED, no known rate in the topology; "
-                               "eth0 reports no line rate)",
+              ElementsAre(Pair("are raw until the transport measures the link: GROVE_COMPRESS=auto "
+                               "and its rate is unknown (no GROVE_NIC_SPEED, no known rate in the "
+                               "topology; eth0 reports no line rate); they are compressed while "
+                               "its sends drain at under 0.5 of the codec's rate",
                                ElementsAre(0))));
   EXPECT_EQ(none.codecAsked, 0);
   // Two hosts of two ranks whose NICs nobody knows: the topology's stand-in 100 Gbit/s
@@ -72,8 +74,24 @@ TEST(LinkCompression, AutoWithNoRateKnownCompressesNothingAndMeasuresNothing) {
   auto hosts = hostsTopology({"a", "a", "b", "b"}, 0, {0, 0, 0, 0});
   ASSERT_NE(hosts, nullptr);
   Choice stand = choose(autoWith(0), 0, 4, {2, 3}, hosts.get());
-  EXPECT_THAT(stand.choice.compressTo, ElementsAre(0, 0, 0, 0));
+  EXPECT_THAT(stand.choice.compressTo, ElementsAre(0, 0, kMeasure, kMeasure));
   EXPECT_EQ(stand.codecAsked, 0);
+}
+
+// A measured rate moves (a slow reader lowers it): a link starts compressing only under half
+// the codec's rate, and stops only at the codec's rate.
+TEST(LinkCompression, AMeasuredLinkCompressesWhenClearlySlowerThanTheCodecAndStopsAtItsRate) {
+  for (bool compressing : {false, true}) {
+    EXPECT_FALSE(measuredSlow(0, kCodec, compressing));       // not measured
+    EXPECT_FALSE(measuredSlow(0.125e9, 0, compressing));      // no codec
+    EXPECT_TRUE(measuredSlow(0.118e9, kCodec, compressing));  // 1 Gbit/s
+    EXPECT_TRUE(measuredSlow(0.599e9, kCodec, compressing));
+    EXPECT_FALSE(measuredSlow(1.2e9, kCodec, compressing));  // the codec's rate
+    EXPECT_FALSE(measuredSlow(2.6e9, kCodec, compressing));  // an unshaped veth
+  }
+  EXPECT_FALSE(measuredSlow(0.6e9, kCodec, false));  // exactly half: not clearly slower
+  EXPECT_TRUE(measuredSlow(0.6e9, kCodec, true));    // but not fast enough to stop
+  EXPECT_TRUE(measuredSlow(1.19e9, kCodec, true));
 }
 
 TEST(LinkCompression, AutoComparesThisHostsNicWithTheCodec) {

@@ -113,6 +113,14 @@ bool Connection::startNextFrame(size_t maxFrameBytes) {
   return true;
 }
 
+void Connection::sampleDrain() {
+  const Clock::time_point now = Clock::now();
+  if (!drain_.due(txBytes_, now)) return;
+  double rate = 0;
+  bool appLimited = true;
+  if (readDeliveryRate(socket_.get(), rate, appLimited)) drain_.onSample(rate, appLimited, now);
+}
+
 void Connection::finishFrame() {
   txActive_ = false;
   if (txFifo_ != nullptr) {
@@ -223,6 +231,7 @@ bool Connection::pumpWrite(size_t maxFrameBytes) {
       budget -= std::min(budget, moved);
     }
     if (txDone_ == primaryEnd && rails_.writesDone()) {
+      sampleDrain();
       finishFrame();
     } else if (moved == 0) {
       break;  // waiting for the primary's or a rail's buffer to drain

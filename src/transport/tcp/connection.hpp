@@ -26,6 +26,7 @@
 
 #include "common/socket.hpp"
 #include "transport/fifo.hpp"
+#include "transport/tcp/drain_rate.hpp"
 #include "transport/tcp/rails.hpp"
 #include "transport/tcp/wire.hpp"
 
@@ -97,6 +98,9 @@ class Connection {
   void sendHeartbeat();
   /// When a byte was last written / read on this connection (construction counts as both).
   Clock::time_point lastSend() const { return lastSend_; }
+  /// How fast the primary socket's path delivers this rank's sends: the median of the
+  /// kernel's recent samples not application-limited (drain_rate.hpp), bytes/s; 0 before.
+  double drainedBytesPerSecond() const { return drain_.bytesPerSecond(); }
   Clock::time_point lastReceive() const { return lastReceive_; }
   /// A data frame from the peer waits for this rank to free a receive slot: the peer is not
   /// what anyone waits on, and its heartbeats queue behind that frame.
@@ -126,6 +130,8 @@ class Connection {
   /// Starts the next frame: a queued control frame, a heartbeat, or the next committed slot
   /// of the lanes (round robin) unless its payload exceeds `maxFrameBytes`.
   bool startNextFrame(size_t maxFrameBytes);
+  /// After a frame: reads the kernel's delivery rate when drain_ says one is due.
+  void sampleDrain();
   void finishFrame();
   bool onHeader();
   void onAbortNotice();
@@ -174,6 +180,7 @@ class Connection {
   /// the connection ends, since what the peer sent before the reset is still readable.
   std::string sendError_;
   Clock::time_point lastSend_ = Clock::now();
+  DrainRate drain_;
   Clock::time_point lastReceive_ = Clock::now();
 
   // Reader: a header, then a slot for its payload; either may come partly from the stage.

@@ -114,6 +114,9 @@ struct LinksState {
   /// left with everything it sent delivered (TcpLinks::peerLeft).
   std::unique_ptr<std::atomic<int>[]> incomingOpen;
   std::unique_ptr<std::atomic<bool>[]> saidBye;
+  /// By rank (network loop writes): the latest estimate of the rate its outgoing
+  /// connections' paths deliver this rank's sends at (drain_rate.hpp), bytes/s; 0: none yet.
+  std::unique_ptr<std::atomic<double>[]> drained;
   std::atomic<bool> stopping{false};       ///< The destructor runs: drain, say bye, stop.
   std::atomic<bool> cancelHelpers{false};  ///< Handshakes give up.
 

@@ -310,6 +310,7 @@ bool NetworkLoop::pumpAll(size_t maxFrameBytes) {
   bool progress = false;
   for (auto& connection : connections_) {
     progress = connection->pumpWrite(maxFrameBytes) || progress;
+    noteDrain(*connection);
     progress = connection->pumpRead(maxFrameBytes) || progress;
     deferred_ = deferred_ || connection->leftBulk();
   }
@@ -324,6 +325,16 @@ bool NetworkLoop::pumpAll(size_t maxFrameBytes) {
     progress = true;
   }
   return progress;
+}
+
+void NetworkLoop::noteDrain(const Connection& connection) {
+  if (connection.direction() != Connection::Direction::kOutgoing) return;
+  // One writer (under pumpMutex); a store only when the estimate changed.
+  std::atomic<double>& published = s_.drained[connection.peer()];
+  const double rate = connection.drainedBytesPerSecond();
+  if (rate > 0 && rate != published.load(std::memory_order_relaxed)) {
+    published.store(rate, std::memory_order_relaxed);
+  }
 }
 
 void NetworkLoop::logRails(const Connection& connection) const {

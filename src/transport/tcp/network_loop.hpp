@@ -69,6 +69,8 @@ class NetworkLoop {
   /// Adds rail `rail` of `connection`, whose socket is `socket`, to it and to epoll.
   void attachRail(Connection& connection, int rail, net::UniqueFd socket);
   bool pumpAll(size_t maxFrameBytes);
+  /// Publishes an outgoing connection's drain rate estimate as its peer's (drain_rate.hpp).
+  void noteDrain(const Connection& connection);
   void retire(Connection& connection);
   /// Logs (GROVE_DEBUG=INFO) what each socket of an outgoing connection with rails carried.
   void logRails(const Connection& connection) const;

@@ -92,9 +92,11 @@ LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Door
   for (int r = 0; r < o.size; ++r) lastHeardNs[r].store(0, std::memory_order_relaxed);
   incomingOpen = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(o.size));
   saidBye = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(o.size));
+  drained = std::make_unique<std::atomic<double>[]>(static_cast<size_t>(o.size));
   for (int r = 0; r < o.size; ++r) {
     incomingOpen[r].store(0, std::memory_order_relaxed);
     saidBye[r].store(false, std::memory_order_relaxed);
+    drained[r].store(0, std::memory_order_relaxed);
   }
   failures.resize(static_cast<size_t>(o.size));
 
@@ -440,6 +442,12 @@ bool TcpLinks::peerLeft(int peer) const {
   // Release by the network thread after the connection's last data reached its FIFO.
   return s.saidBye[peer].load(std::memory_order_acquire) &&
          s.incomingOpen[peer].load(std::memory_order_acquire) == 0;
+}
+
+double TcpLinks::drainedBytesPerSecond(int peer) const {
+  const tcp::LinksState& s = impl_->state;
+  if (peer < 0 || peer >= s.options.size) return 0;
+  return s.drained[peer].load(std::memory_order_relaxed);
 }
 
 std::string TcpLinks::address() const { return impl_->state.address; }
