@@ -62,9 +62,10 @@ void addReason(CompressionChoice& choice, int q, std::string why) {
 
 }  // namespace
 
-bool measuredSlow(double measuredBytesPerSecond, double codecBytesPerSecond, bool compressing) {
-  const double share = compressing ? 1.0 : kMeasuredRateShare;
-  return measuredBytesPerSecond > 0 && measuredBytesPerSecond < share * codecBytesPerSecond;
+bool measuredSlow(const transport::SendRate& rate, double codecBytesPerSecond, bool compressing) {
+  if (rate.median <= 0 || codecBytesPerSecond <= 0) return false;
+  if (compressing) return rate.lowest < codecBytesPerSecond;
+  return rate.median < kMeasuredRateShare * codecBytesPerSecond;
 }
 
 CompressionChoice chooseCompression(const Config& config, int rank, int size,
@@ -131,26 +132,33 @@ std::unique_ptr<exec::LinkCodec> makeLinkCodec(const Config& config,
   const bool measuring = std::find(choice.compressTo.begin(), choice.compressTo.end(),
                                    exec::kSendCompressedIfMeasuredSlow) != choice.compressTo.end();
   const double codec = measuring ? exec::measuredCodecRates().roundTrip() : 0;
-  auto slow =
-      [&transport, rank, codec,
-       said = std::vector<int8_t>(static_cast<size_t>(transport.size()), -1)](int peer) mutable {
-        const double rate = transport.measuredSendRate(peer);
-        if (rate <= 0) return false;
-        int8_t& told = said[static_cast<size_t>(peer)];
-        const bool compress = measuredSlow(rate, codec, told == 1);
-        if (told != static_cast<int8_t>(compress)) {
-          log::info(rank,
-                    "compression: messages to rank {} over the network are {}: the link delivered "
-                    "sends at {:.3f} GB/s (measured), {} the codec's {:.3f} GB/s",
-                    peer, compress ? "compressed from now on" : "raw", rate / 1e9,
-                    compress    ? "under half of"
-                    : told == 1 ? "not under"
-                                : "not under half of",
-                    codec / 1e9);
-          told = static_cast<int8_t>(compress);
-        }
-        return compress;
-      };
+  auto slow = [&transport, rank, codec,
+               said = std::vector<int8_t>(static_cast<size_t>(transport.size()), -1)](
+                  int peer) mutable {
+    const transport::SendRate rate = transport.measuredSendRate(peer);
+    if (rate.median <= 0) return false;
+    int8_t& told = said[static_cast<size_t>(peer)];
+    const bool compressing = told == 1;
+    const bool compress = measuredSlow(rate, codec, compressing);
+    if (told != static_cast<int8_t>(compress)) {
+      if (compress) {
+        log::info(rank,
+                  "compression: messages to rank {} over the network are compressed from now on: "
+                  "the link delivers sends at {:.3f} GB/s (median, measured), under half of the "
+                  "codec's {:.3f} GB/s",
+                  peer, rate.median / 1e9, codec / 1e9);
+      } else {
+        log::info(rank,
+                  "compression: messages to rank {} over the network are raw: the link delivers "
+                  "sends at {:.3f} GB/s (median, measured; lowest {:.3f}), {} the codec's {:.3f} "
+                  "GB/s",
+                  peer, rate.median / 1e9, rate.lowest / 1e9,
+                  compressing ? "the lowest not under" : "not under half of", codec / 1e9);
+      }
+      told = static_cast<int8_t>(compress);
+    }
+    return compress;
+  };
   return std::make_unique<exec::LinkCodec>(std::move(choice.compressTo), config.slotBytes,
                                            std::move(slow));
 }

@@ -11,8 +11,9 @@
 //          topology's route to the peer (a topology file's, or the peer host's NIC when its ranks
 //          knew it); with no rate known, raw until the transport has measured the link
 //          (Transport::measuredSendRate: how fast it drained sends that waited on it), then
-//          compressed once that is under kMeasuredRateShare of the codec's round-trip rate
-//          (measured when the communicator is made), raw again at the codec's rate.
+//          compressed once its median is under kMeasuredRateShare of the codec's round-trip
+//          rate (measured when the communicator is made), raw again when its lowest recent
+//          sample reached the codec's rate.
 // The sender alone decides (messages say whether they are compressed), so ranks whose
 // settings differ still work together.
 #pragma once
@@ -37,12 +38,13 @@ namespace grove::detail {
 /// about 0.12 GB/s, a ninth of the codec's ~1.05 GB/s on this project's machine.
 inline constexpr double kMeasuredRateShare = 0.5;
 
-/// Whether a link measured delivering sends at `measuredBytesPerSecond` compresses, for a
-/// codec of round-trip rate `codecBytesPerSecond` (0: not measured, never). A link starts
-/// compressing under kMeasuredRateShare of the codec's rate and, once `compressing`, goes back
-/// to raw only at the codec's rate or above: the estimate moves (1 Gbit/s links read 0.12 to
-/// 0.34 GB/s), and a link should not flip between the two on each move.
-bool measuredSlow(double measuredBytesPerSecond, double codecBytesPerSecond, bool compressing);
+/// Whether a link whose sends were measured delivered at `rate` compresses, for a codec of
+/// round-trip rate `codecBytesPerSecond` (0: not measured, never). A link starts compressing
+/// when the median is under kMeasuredRateShare of the codec's rate and, once `compressing`,
+/// goes back to raw only when the lowest recent sample reached the codec's rate: a link that
+/// compresses idles between its smaller messages and its samples overshoot (medians of
+/// 0.8-2.9 GB/s on a 1 Gbit/s link), so it should not flip back on each of them.
+bool measuredSlow(const transport::SendRate& rate, double codecBytesPerSecond, bool compressing);
 
 /// Which peers' messages a rank compresses, and why (one reason with the peers it covers).
 struct CompressionChoice {

@@ -37,6 +37,13 @@ struct FailureInfo {
 /// ASCII replaced by '?' (it came from, or goes to, another process).
 FailureInfo sanitizeFailure(FailureInfo info);
 
+/// A measured rate of a network path, bytes/s (0: not measured): the median of recent samples
+/// and the lowest of them. A slow receiver lowers both.
+struct SendRate {
+  double median = 0;
+  double lowest = 0;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -69,10 +76,9 @@ class Transport {
   /// Whether messages to `peer` cross a network (TCP to another host, or GROVE_TRANSPORT=tcp):
   /// the links where compression can pay (GROVE_COMPRESS).
   virtual bool overNetwork(int /*peer*/) const { return false; }
-  /// How fast the network path to `peer` delivers this rank's sends (TCP: the median of the
-  /// kernel's recent delivery-rate samples, tcp/drain_rate.hpp), bytes/s; 0 when not measured
-  /// (yet). A slow receiver lowers it too.
-  virtual double measuredSendRate(int /*peer*/) const { return 0; }
+  /// How fast the network path to `peer` delivers this rank's sends (TCP: of the kernel's
+  /// recent delivery-rate samples, tcp/drain_rate.hpp); zeros when not measured (yet).
+  virtual SendRate measuredSendRate(int /*peer*/) const { return {}; }
   /// Reading peers' memory in place (zero-copy single-host collectives), or nullptr when
   /// this transport cannot (some peer is on another host).
   virtual PeerMemory* peerMemory() { return nullptr; }

@@ -78,20 +78,22 @@ TEST(LinkCompression, AutoWithNoRateKnownWaitsForTheTransportsMeasureAndMeasures
   EXPECT_EQ(stand.codecAsked, 0);
 }
 
-// A measured rate moves (a slow reader lowers it): a link starts compressing only under half
-// the codec's rate, and stops only at the codec's rate.
-TEST(LinkCompression, AMeasuredLinkCompressesWhenClearlySlowerThanTheCodecAndStopsAtItsRate) {
+// A link starts compressing when the median of its samples is under half the codec's rate,
+// and stops only when even the lowest recent sample reached the codec's rate.
+TEST(LinkCompression, AMeasuredLinkCompressesWhenClearlySlowerThanTheCodecAndStopsWhenAllIsFast) {
+  using transport::SendRate;
   for (bool compressing : {false, true}) {
-    EXPECT_FALSE(measuredSlow(0, kCodec, compressing));       // not measured
-    EXPECT_FALSE(measuredSlow(0.125e9, 0, compressing));      // no codec
-    EXPECT_TRUE(measuredSlow(0.118e9, kCodec, compressing));  // 1 Gbit/s
-    EXPECT_TRUE(measuredSlow(0.599e9, kCodec, compressing));
-    EXPECT_FALSE(measuredSlow(1.2e9, kCodec, compressing));  // the codec's rate
-    EXPECT_FALSE(measuredSlow(2.6e9, kCodec, compressing));  // an unshaped veth
+    EXPECT_FALSE(measuredSlow(SendRate{}, kCodec, compressing));                // not measured
+    EXPECT_FALSE(measuredSlow(SendRate{0.125e9, 0.12e9}, 0, compressing));      // no codec
+    EXPECT_TRUE(measuredSlow(SendRate{0.118e9, 0.11e9}, kCodec, compressing));  // 1 Gbit/s
+    EXPECT_FALSE(measuredSlow(SendRate{2.6e9, 1.3e9}, kCodec, compressing));    // unshaped veth
   }
-  EXPECT_FALSE(measuredSlow(0.6e9, kCodec, false));  // exactly half: not clearly slower
-  EXPECT_TRUE(measuredSlow(0.6e9, kCodec, true));    // but not fast enough to stop
-  EXPECT_TRUE(measuredSlow(1.19e9, kCodec, true));
+  EXPECT_TRUE(measuredSlow(SendRate{0.599e9, 0.5e9}, kCodec, false));
+  EXPECT_FALSE(measuredSlow(SendRate{0.6e9, 0.5e9}, kCodec, false));  // half: not clearly slower
+  // Compressing: bursts raise the median, one slow sample in the window keeps it compressing.
+  EXPECT_TRUE(measuredSlow(SendRate{2.9e9, 0.12e9}, kCodec, true));
+  EXPECT_TRUE(measuredSlow(SendRate{2.9e9, 1.19e9}, kCodec, true));
+  EXPECT_FALSE(measuredSlow(SendRate{2.9e9, 1.2e9}, kCodec, true));
 }
 
 TEST(LinkCompression, AutoComparesThisHostsNicWithTheCodec) {

@@ -62,8 +62,8 @@ class ProcessTransport final : public Transport {
   bool overNetwork(int peer) const override {
     return peer >= 0 && peer < setup_.size && kinds_[peer] == PeerKind::kTcp;
   }
-  double measuredSendRate(int peer) const override {
-    return overNetwork(peer) && tcp_ ? tcp_->drainedBytesPerSecond(peer) : 0;
+  SendRate measuredSendRate(int peer) const override {
+    return overNetwork(peer) && tcp_ ? tcp_->drainRate(peer) : SendRate{};
   }
   std::unique_ptr<Transport> split(uint64_t sequence, int color, std::span<const int> members,
                                    int newRank) override;

@@ -100,7 +100,7 @@ class Connection {
   Clock::time_point lastSend() const { return lastSend_; }
   /// How fast the primary socket's path delivers this rank's sends: the median of the
   /// kernel's recent samples not application-limited (drain_rate.hpp), bytes/s; 0 before.
-  double drainedBytesPerSecond() const { return drain_.bytesPerSecond(); }
+  const DrainRate& drainRate() const { return drain_; }
   Clock::time_point lastReceive() const { return lastReceive_; }
   /// A data frame from the peer waits for this rank to free a receive slot: the peer is not
   /// what anyone waits on, and its heartbeats queue behind that frame.

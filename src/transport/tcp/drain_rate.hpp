@@ -8,7 +8,10 @@
 // at least that fast, and is left out. Of the others the median of the last kWindow stands
 // for the path: a single sample can overshoot (a shaper lets a burst through at the speed of
 // the wire behind it: 2.6 GB/s read once on a link shaped to 1 Gbit/s) or fall short (a slow
-// reader's window), a median of many does neither alone. Read after a bulk
+// reader's window), a median of many does neither alone. Their lowest is kept too: a link
+// that compresses carries fewer bytes than it could and idles between them, so its bursts
+// grow common (medians of 0.8-2.9 GB/s read on that 1 Gbit/s link while it compressed), and
+// only a window without one slow sample says it got fast. Read after a bulk
 // frame (kMinFrameBytes and up), at most every kInterval: one getsockopt per such frame at
 // most, never on the latency path of small messages.
 #pragma once
@@ -48,11 +51,14 @@ class DrainRate {
     std::array<double, kWindow> sorted = samples_;
     std::nth_element(sorted.begin(), sorted.begin() + count_ / 2, sorted.begin() + count_);
     median_ = sorted[count_ / 2];
+    lowest_ = *std::min_element(sorted.begin(), sorted.begin() + count_);
   }
 
   /// The median of the last kWindow samples not application-limited, bytes/s; 0 before
   /// kMinSamples of them.
   double bytesPerSecond() const { return median_; }
+  /// The lowest of them: above a rate, every recent sample was (0 before kMinSamples).
+  double lowestBytesPerSecond() const { return lowest_; }
 
  private:
   bool sampled_ = false;
@@ -61,6 +67,7 @@ class DrainRate {
   size_t next_ = 0;
   size_t count_ = 0;
   double median_ = 0;
+  double lowest_ = 0;
 };
 
 /// Reads the kernel's delivery rate of TCP socket `fd` (TCP_INFO); false when it does not

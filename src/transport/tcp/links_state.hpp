@@ -117,6 +117,7 @@ struct LinksState {
   /// By rank (network loop writes): the latest estimate of the rate its outgoing
   /// connections' paths deliver this rank's sends at (drain_rate.hpp), bytes/s; 0: none yet.
   std::unique_ptr<std::atomic<double>[]> drained;
+  std::unique_ptr<std::atomic<double>[]> drainedLowest;  ///< The window's lowest sample.
   std::atomic<bool> stopping{false};       ///< The destructor runs: drain, say bye, stop.
   std::atomic<bool> cancelHelpers{false};  ///< Handshakes give up.
 

@@ -330,10 +330,13 @@ bool NetworkLoop::pumpAll(size_t maxFrameBytes) {
 void NetworkLoop::noteDrain(const Connection& connection) {
   if (connection.direction() != Connection::Direction::kOutgoing) return;
   // One writer (under pumpMutex); a store only when the estimate changed.
-  std::atomic<double>& published = s_.drained[connection.peer()];
-  const double rate = connection.drainedBytesPerSecond();
-  if (rate > 0 && rate != published.load(std::memory_order_relaxed)) {
-    published.store(rate, std::memory_order_relaxed);
+  const DrainRate& rate = connection.drainRate();
+  std::atomic<double>& median = s_.drained[connection.peer()];
+  if (rate.bytesPerSecond() > 0 &&
+      rate.bytesPerSecond() != median.load(std::memory_order_relaxed)) {
+    median.store(rate.bytesPerSecond(), std::memory_order_relaxed);
+    s_.drainedLowest[connection.peer()].store(rate.lowestBytesPerSecond(),
+                                              std::memory_order_relaxed);
   }
 }
 

@@ -93,10 +93,12 @@ LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Door
   incomingOpen = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(o.size));
   saidBye = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(o.size));
   drained = std::make_unique<std::atomic<double>[]>(static_cast<size_t>(o.size));
+  drainedLowest = std::make_unique<std::atomic<double>[]>(static_cast<size_t>(o.size));
   for (int r = 0; r < o.size; ++r) {
     incomingOpen[r].store(0, std::memory_order_relaxed);
     saidBye[r].store(false, std::memory_order_relaxed);
     drained[r].store(0, std::memory_order_relaxed);
+    drainedLowest[r].store(0, std::memory_order_relaxed);
   }
   failures.resize(static_cast<size_t>(o.size));
 
@@ -444,10 +446,11 @@ bool TcpLinks::peerLeft(int peer) const {
          s.incomingOpen[peer].load(std::memory_order_acquire) == 0;
 }
 
-double TcpLinks::drainedBytesPerSecond(int peer) const {
+SendRate TcpLinks::drainRate(int peer) const {
   const tcp::LinksState& s = impl_->state;
-  if (peer < 0 || peer >= s.options.size) return 0;
-  return s.drained[peer].load(std::memory_order_relaxed);
+  if (peer < 0 || peer >= s.options.size) return {};
+  return {s.drained[peer].load(std::memory_order_relaxed),
+          s.drainedLowest[peer].load(std::memory_order_relaxed)};
 }
 
 std::string TcpLinks::address() const { return impl_->state.address; }

@@ -92,9 +92,9 @@ class TcpLinks {
   /// `peer` said bye on a connection and no connection carrying its data is open any more
   /// (see Transport::peerLeft).
   bool peerLeft(int peer) const;
-  /// How fast the path to `peer` delivers this rank's sends: the median of the kernel's
-  /// recent samples (drain_rate.hpp), bytes/s; 0 before there were enough.
-  double drainedBytesPerSecond(int peer) const;
+  /// How fast the path to `peer` delivers this rank's sends: the median and the lowest of
+  /// the kernel's recent samples (drain_rate.hpp); zeros before there were enough.
+  SendRate drainRate(int peer) const;
   /// The latency path, on the rank's thread while it waits: writes the messages it committed
   /// and reads what arrived, frames of up to TcpOptions::directBytes (network_loop.hpp says
   /// how the work is shared with the network thread). True when anything moved.
