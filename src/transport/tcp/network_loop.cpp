@@ -329,15 +329,16 @@ bool NetworkLoop::pumpAll(size_t maxFrameBytes) {
 
 void NetworkLoop::noteDrain(const Connection& connection) {
   if (connection.direction() != Connection::Direction::kOutgoing) return;
-  // One writer (under pumpMutex); a store only when the estimate changed.
+  // One writer (under pumpMutex): loads and stores, only when the estimate changed.
   const DrainRate& rate = connection.drainRate();
-  std::atomic<double>& median = s_.drained[connection.peer()];
-  if (rate.bytesPerSecond() > 0 &&
-      rate.bytesPerSecond() != median.load(std::memory_order_relaxed)) {
-    median.store(rate.bytesPerSecond(), std::memory_order_relaxed);
-    s_.drainedLowest[connection.peer()].store(rate.lowestBytesPerSecond(),
-                                              std::memory_order_relaxed);
-  }
+  if (rate.bytesPerSecond() <= 0) return;
+  auto publish = [](std::atomic<double>& slot, double value) {
+    if (slot.load(std::memory_order_relaxed) != value) {
+      slot.store(value, std::memory_order_relaxed);
+    }
+  };
+  publish(s_.drained[connection.peer()], rate.bytesPerSecond());
+  publish(s_.drainedLowest[connection.peer()], rate.lowestBytesPerSecond());
 }
 
 void NetworkLoop::logRails(const Connection& connection) const {
