@@ -1,5 +1,6 @@
-// The insides of TcpLinks, shared by the rank-facing half (tcp_links.cpp: FIFOs, dialing,
-// accepting, failure marking) and the network thread (network_loop.cpp).
+// The insides of TcpLinks, shared by the rank-facing half (tcp_links.cpp), the helpers and
+// acceptor (links_state.cpp: dialing, accepting, failure marking) and the network thread
+// (network_loop.cpp).
 //
 // Threads: the rank thread creates FIFOs and starts dials; short-lived helper threads run
 // the dialing side of connection handshakes, and the acceptor thread (acceptor.hpp) every
