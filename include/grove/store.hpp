@@ -16,8 +16,9 @@
 namespace grove {
 
 /// A key-value store shared by every rank of a job. Implementations must be safe to call
-/// from several threads (grove calls it from the creating thread only, but a framework may
-/// share one store among groups created concurrently).
+/// from several threads: grove calls it from the creating thread and, for peers' addresses,
+/// from the TCP transport's dialing threads, and a framework may share one store among
+/// groups created concurrently.
 class Store {
  public:
   virtual ~Store() = default;

@@ -50,6 +50,9 @@
   P(TcpDirectBytes, "GROVE_TCP_DIRECT_BYTES", ParamKind::kInteger, ParamScope::kCommunicator,  \
     "67108864", "bytes", 0, 67108864, 1, "", false,                                              \
     "largest TCP frame a waiting rank sends or reads on its own thread (0: the network thread)") \
+  P(TcpShared, "GROVE_TCP_SHARED", ParamKind::kBoolean, ParamScope::kCommunicator, "1", "", 0,  \
+    1, 1, "", false,                                                                             \
+    "one TCP connection carries both directions of a pair (0: one per direction; one NIC only)") \
   P(NicSpeed, "GROVE_NIC_SPEED", ParamKind::kInteger, ParamScope::kCommunicator, "0", "Mbit/s", \
     0, 100000000, 1, "", false,                                                                  \
     "this host's NIC rate for the topology built from the hosts (0: sysfs, else 100 Gbit/s)")  \

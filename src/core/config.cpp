@@ -35,6 +35,7 @@ Config Config::resolve(const common::ParamOverrides& overrides, const common::Ge
   config.forceTcp = values.text(Param::kTransport) == "tcp";
   config.socketInterfaces = values.text(Param::kSocketIfname);
   config.tcpDirectBytes = static_cast<size_t>(values.integer(Param::kTcpDirectBytes));
+  config.tcpShared = values.flag(Param::kTcpShared);
   config.hostId = values.text(Param::kHostId);
   config.nicSpeedMbps = values.integer(Param::kNicSpeed);
   config.jobId = values.text(Param::kJobId);

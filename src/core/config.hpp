@@ -89,6 +89,8 @@ struct Config {
   std::string socketInterfaces;
   /// GROVE_TCP_DIRECT_BYTES: the largest TCP frame a waiting rank moves on its own thread.
   size_t tcpDirectBytes = 67108864;
+  /// GROVE_TCP_SHARED: one TCP connection carries both directions of a pair's lane.
+  bool tcpShared = true;
   /// GROVE_HOST_ID: overrides which processes count as one host; empty = detected.
   std::string hostId;
   /// GROVE_NIC_SPEED: this host's NIC rate in Mbit/s (0: unknown, topo::kDefaultNicGbit).

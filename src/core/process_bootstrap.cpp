@@ -163,6 +163,7 @@ std::shared_ptr<CommState> join(const bootstrap::LaunchInfo& info, const Config&
   }
   setup.tcp.interfaces = config.socketInterfaces;
   setup.tcp.directBytes = config.tcpDirectBytes;
+  setup.tcp.sharedConnections = config.tcpShared;
   setup.tcp.faultCorruptFrame = config.faultCorruptFrame;
   setup.tcp.secret = info.secret;
   setup.tcp.heartbeatTimeout = config.heartbeatTimeout;

@@ -14,10 +14,11 @@ no /dev/shm/grove-<job>-* entry of the case's job may remain.
 
 Usage:
   process_test.py --grove GROVE --check PROCESS_CHECK CASE ARGS...
-    check N [--tcp [--direct-bytes B]]
+    check N [--tcp [--direct-bytes B] [--per-direction]]
                               grove run -n N -- process_check; B: GROVE_TCP_DIRECT_BYTES
                               (0: every frame on the network thread; large: every frame on
-                              the waiting rank's thread)
+                              the waiting rank's thread); --per-direction: GROVE_TCP_SHARED=0
+                              (a connection per direction instead of one per pair)
     compressed N [--corrupt]  grove run -n N -- process_check compressed over TCP with
                               GROVE_COMPRESS=on (--corrupt: a flipped bit under GROVE_CHECKSUM)
     registered N [--default] [--copies] [--tcp] [--expect-direct]
@@ -55,6 +56,8 @@ def case_check(args):
     extra = {"GROVE_TRANSPORT": "tcp"} if tcp else {}
     if "--direct-bytes" in args[1:]:
         extra["GROVE_TCP_DIRECT_BYTES"] = args[args.index("--direct-bytes") + 1]
+    if "--per-direction" in args[1:]:
+        extra["GROVE_TCP_SHARED"] = "0"
     env = base_env(extra or None)
     _, jobs = run_process_check(n, env, tcp)
     check_leftovers(jobs)

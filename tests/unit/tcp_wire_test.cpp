@@ -125,7 +125,8 @@ TEST(TcpWire, FramesAndHellosEncodeLittleEndian) {
   EXPECT_EQ(with([](auto& h) { h.stream = 2; }), tcp::HelloStatus::kBadStream);
   EXPECT_EQ(with([](auto& h) { h.slotBytes = 1; }), tcp::HelloStatus::kGeometryMismatch);
   EXPECT_EQ(with([](auto& h) { h.rail = 2; }), tcp::HelloStatus::kBadRail);
-  EXPECT_EQ(with([](auto& h) { h.reserved = 1; }), tcp::HelloStatus::kBadRail);
+  EXPECT_EQ(with([](auto& h) { h.flags = tcp::kHelloDialBack; }), tcp::HelloStatus::kAccepted);
+  EXPECT_EQ(with([](auto& h) { h.flags = 2; }), tcp::HelloStatus::kBadRail);
   EXPECT_EQ(with([](auto& h) { h.rail = 0; }), tcp::HelloStatus::kAccepted);
 }
 

@@ -34,7 +34,8 @@ Connection::Connection(net::UniqueFd socket, int peer, int stream, int streams, 
       slotBytes_(slotBytes),
       lookup_(std::move(lookup)),
       ranks_(ranks),
-      corruptFrame_(direction == Direction::kIncoming ? corruptFrame : 0),
+      corruptFrame_(corruptFrame),
+      acceptsData_(direction == Direction::kIncoming),
       rails_(rails) {}
 
 void Connection::addSendLane(Fifo* fifo, uint16_t lane) { lanes_.push_back(SendLane{fifo, lane}); }
@@ -243,8 +244,7 @@ bool Connection::pumpWrite(size_t maxFrameBytes) {
 bool Connection::onHeader() {
   rx_ = FrameHeader::decode(rxHeader_);
   rxHeaderDone_ = 0;
-  FrameRules rules{direction_ == Direction::kIncoming && !byeReceived_, slotBytes_, streams_,
-                   stream_, rails_.limit()};
+  FrameRules rules{acceptsData_ && !byeReceived_, slotBytes_, streams_, stream_, rails_.limit()};
   FrameCheck check = checkFrameHeader(rx_, rules);
   if (check != FrameCheck::kOk) {
     fail(State::kBroken, describeFrameProblem(check, rx_, rules, peer_));

@@ -47,9 +47,8 @@ class Connection {
   using Clock = std::chrono::steady_clock;
 
   /// `ranks`: the communicator's size, to check the origin of an abort notice (0: the
-  /// notice's origin is replaced by `peer`). `corruptFrame`: see corruptFrame_ (incoming
-  /// connections only; 0 = off). `rails`: sockets it may have, the primary included (this
-  /// rank's interfaces).
+  /// notice's origin is replaced by `peer`). `corruptFrame`: see corruptFrame_ (0 = off). `rails`:
+  /// sockets it may have, the primary included (this rank's interfaces).
   Connection(net::UniqueFd socket, int peer, int stream, int streams, Direction direction,
              size_t slotBytes, LaneLookup lookup, int ranks = 0, uint64_t corruptFrame = 0,
              int rails = 1);
@@ -69,8 +68,15 @@ class Connection {
   /// Why the connection is not open, for logs.
   const std::string& error() const { return error_; }
 
-  /// Outgoing connections: adds a send FIFO whose frames go on this connection.
+  /// Adds a send FIFO whose frames go on this connection: an outgoing one's, or an incoming
+  /// one's when it carries both directions (shared connections, links_state.hpp).
   void addSendLane(Fifo* fifo, uint16_t lane);
+  /// Whether a send FIFO was added.
+  bool hasSendLanes() const { return !lanes_.empty(); }
+  /// Data frames from the peer are welcome (incoming connections from the start; an
+  /// outgoing one once told: the peer may send on it, as shared connections do).
+  void acceptData() { acceptsData_ = true; }
+  bool acceptsData() const { return acceptsData_; }
 
   /// epoll's readiness of the socket of `rail` (0: the primary).
   void markReadable(int rail = 0) {
@@ -208,6 +214,7 @@ class Connection {
   /// (what GROVE_CHECKSUM must catch). 0: off.
   uint64_t corruptFrame_ = 0;
   uint64_t dataFramesRead_ = 0;
+  bool acceptsData_ = false;  ///< See acceptData().
   std::vector<char> discardBuffer_;
   Rails rails_;
 };

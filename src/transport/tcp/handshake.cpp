@@ -19,7 +19,9 @@ HelloStatus checkHello(const Hello& hello, const HelloPolicy& policy) {
   if (!known) return HelloStatus::kUnknownSource;
   if (hello.stream >= policy.streams) return HelloStatus::kBadStream;
   if (hello.slotBytes != policy.slotBytes) return HelloStatus::kGeometryMismatch;
-  if (hello.rail >= policy.rails || hello.reserved != 0) return HelloStatus::kBadRail;
+  if (hello.rail >= policy.rails || (hello.flags & ~kHelloDialBack) != 0) {
+    return HelloStatus::kBadRail;
+  }
   return HelloStatus::kAccepted;
 }
 

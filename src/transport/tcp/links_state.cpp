@@ -3,9 +3,11 @@
 // rails) and holds what it does for them: receive FIFOs, failure marking and heartbeat
 // checks, helper threads, dialing a peer and adopting accepted handshakes.
 //
-// Each (src -> dst, stream) direction is its own connection, opened by src the first time
-// one of its send FIFOs on that stream is asked for; the acceptor only checks and adopts it,
-// so no two ranks ever race to open the same connection and nothing needs deduplicating.
+// A connection is opened by the rank that needs it, the first time one of its send FIFOs on
+// that stream is asked for, and the acceptor only checks and adopts it, so no two ranks ever
+// race to open the same connection and nothing needs deduplicating. With shared connections
+// (links_state.hpp) a higher rank's dial asks the lower one to dial back, and the lower
+// rank's connection is the one both send on.
 #include "transport/tcp/links_state.hpp"
 
 #include <fmt/format.h>
@@ -130,6 +132,7 @@ LinksState::LinksState(bootstrap::Store& storeRef, TcpOptions optionsValue, Door
     return (c.address.find(':') != std::string::npos) != v6;
   });
   rails = static_cast<int>(choices.size());
+  sharedConnections = rails == 1 && o.sharedConnections;
   railInterfaces = choices;
   automaticRails = o.interfaces.find_first_not_of(" \t") == std::string::npos;
   for (const NetInterface& interface : listInterfaces()) {
@@ -244,50 +247,98 @@ void LinksState::handOff(net::UniqueFd socket, int peer, int stream,
 
 void LinksState::startDial(int peer, int stream, std::string peerAddress, int rail) {
   startHelper([this, peer, stream, rail, peerAddress = std::move(peerAddress)](Helper& helper) {
-    Hello hello;
-    hello.stream = static_cast<uint16_t>(stream);
-    hello.rail = static_cast<uint16_t>(rail);
-    hello.src = static_cast<uint32_t>(options.rank);
-    hello.dst = static_cast<uint32_t>(peer);
-    hello.slotBytes = options.geometry.slotBytes;
-    net::Deadline deadline = std::chrono::steady_clock::now() + options.timeout;
-    net::UniqueFd socket;
+    dial(helper, peer, stream, peerAddress, rail);
+  });
+}
+
+std::vector<std::string> LinksState::addressesOf(int peer) {
+  {
+    std::lock_guard lock(mutex);
+    auto known = peerAddresses.find(peer);
+    if (known != peerAddresses.end()) return known->second;
+  }
+  // Outside the mutex: the peer may not have published yet.
+  std::vector<std::string> addresses = railAddresses(
+      peer, store.get(fmt::format("{}/tcp/{}", options.keyPrefix, peer), options.timeout));
+  std::lock_guard lock(mutex);
+  return peerAddresses.emplace(peer, std::move(addresses)).first->second;
+}
+
+void LinksState::dialOnce(int peer, int stream) {
+  {
+    std::lock_guard lock(mutex);
+    if (!dialed.insert({peer, stream}).second) return;
+  }
+  startHelper([this, peer, stream](Helper& helper) {
+    std::vector<std::string> addresses;
     try {
-      auto onRetry = [&](const std::string& why) {
-        setHelperFd(helper, -1);
-        log::info(options.rank,
-                  "TCP transport: dialing rank {} at {} (stream {}, rail {}) again: {}", peer,
-                  peerAddress, stream, rail, why);
-      };
-      socket = openConnectionRetrying(
-          peerAddress, hello, options.secret, deadline, &cancelHelpers,
-          [&](int fd) { setHelperFd(helper, fd); }, onRetry);
+      addresses = addressesOf(peer);
     } catch (const std::exception& error) {
-      setHelperFd(helper, -1);
-      if (cancelHelpers) return;
-      if (rail > 0) {
-        // The connection still moves every byte on its other sockets.
-        log::warn(options.rank, "TCP transport: rail {} to rank {} at {} (stream {}) left out: {}",
-                  rail, peer, peerAddress, stream, error.what());
-      } else {
-        markFailed(peer, fmt::format("cannot connect to rank {} at {} (stream {}): {}", peer,
-                                     peerAddress, stream, error.what()));
+      if (!cancelHelpers) {
+        markFailed(peer, fmt::format("no address for rank {} under '{}/tcp/{}': {}", peer,
+                                     options.keyPrefix, peer, error.what()));
       }
       return;
     }
-    setHelperFd(helper, -1);
-    log::info(options.rank, "TCP transport: connected to rank {} at {} (stream {}, rail {})", peer,
-              peerAddress, stream, rail);
-    handOff(std::move(socket), peer, stream, Connection::Direction::kOutgoing, rail);
+    for (size_t rail = 1; rail < addresses.size(); ++rail) {
+      startDial(peer, stream, addresses[rail], static_cast<int>(rail));
+    }
+    dial(helper, peer, stream, addresses.front(), 0);
   });
+}
+
+void LinksState::dial(Helper& helper, int peer, int stream, const std::string& peerAddress,
+                      int rail) {
+  Hello hello;
+  hello.stream = static_cast<uint16_t>(stream);
+  hello.rail = static_cast<uint16_t>(rail);
+  hello.src = static_cast<uint32_t>(options.rank);
+  hello.dst = static_cast<uint32_t>(peer);
+  hello.slotBytes = options.geometry.slotBytes;
+  hello.flags = sendsOnAccepted(peer) ? kHelloDialBack : 0;
+  net::Deadline deadline = std::chrono::steady_clock::now() + options.timeout;
+  net::UniqueFd socket;
+  try {
+    auto onRetry = [&](const std::string& why) {
+      setHelperFd(helper, -1);
+      log::info(options.rank, "TCP transport: dialing rank {} at {} (stream {}, rail {}) again: {}",
+                peer, peerAddress, stream, rail, why);
+    };
+    socket = openConnectionRetrying(
+        peerAddress, hello, options.secret, deadline, &cancelHelpers,
+        [&](int fd) { setHelperFd(helper, fd); }, onRetry);
+  } catch (const std::exception& error) {
+    setHelperFd(helper, -1);
+    if (cancelHelpers) return;
+    if (rail > 0) {
+      // The connection still moves every byte on its other sockets.
+      log::warn(options.rank, "TCP transport: rail {} to rank {} at {} (stream {}) left out: {}",
+                rail, peer, peerAddress, stream, error.what());
+    } else {
+      markFailed(peer, fmt::format("cannot connect to rank {} at {} (stream {}): {}", peer,
+                                   peerAddress, stream, error.what()));
+    }
+    return;
+  }
+  setHelperFd(helper, -1);
+  log::info(options.rank, "TCP transport: connected to rank {} at {} (stream {}, rail {})", peer,
+            peerAddress, stream, rail);
+  handOff(std::move(socket), peer, stream, Connection::Direction::kOutgoing, rail);
 }
 
 void LinksState::startAcceptor() {
   auto onAccepted = [this](net::UniqueFd socket, const Hello& hello, const std::string& from) {
-    log::info(options.rank, "TCP transport: accepted rank {} (stream {}, rail {}) from {}",
-              hello.src, hello.stream, hello.rail, from);
-    handOff(std::move(socket), static_cast<int>(hello.src), hello.stream,
-            Connection::Direction::kIncoming, hello.rail);
+    const bool dialBack = (hello.flags & kHelloDialBack) != 0 && hello.rail == 0;
+    log::info(options.rank, "TCP transport: accepted rank {} (stream {}, rail {}) from {}{}",
+              hello.src, hello.stream, hello.rail, from,
+              dialBack ? "; it sends on the connection this rank dials back" : "");
+    const int peer = static_cast<int>(hello.src);
+    if (hello.rail == 0) {
+      std::lock_guard lock(mutex);
+      accepted.insert({peer, hello.stream});
+    }
+    handOff(std::move(socket), peer, hello.stream, Connection::Direction::kIncoming, hello.rail);
+    if (dialBack) dialOnce(peer, hello.stream);
   };
   acceptor = std::make_unique<Acceptor>(listener.get(), policy, options.secret,
                                         TcpLinks::kMaxPendingHandshakes, options.handshakeTimeout,

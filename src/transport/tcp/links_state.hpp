@@ -9,6 +9,16 @@
 // thread or by the waiting rank's thread, one at a time under `pumpMutex`. They meet in the
 // fields under `mutex`, and the network thread learns of changes through `changed` plus a
 // ring of controlBell (whose eventfd wakes it from epoll_wait).
+//
+// One connection carries both directions of a pair's stream when each rank has a single
+// interface (`sharedConnections`): the lower rank dials it, and the higher rank sends its
+// messages on it too, so that each side's replies carry the acknowledgements of what it
+// received (with a connection per direction every small message drew a pure ACK of its
+// own, docs/performance.md). The higher rank, needing the stream before the lower one
+// dialed, dials with kHelloDialBack: that connection carries heartbeats and control frames
+// only, and the lower rank's acceptor dials back at once (LinksState::dialOnce). With rails each
+// direction keeps its own dialed connection (a connection stripes its frames over the rails its
+// dialer opened).
 #pragma once
 
 #include <atomic>
@@ -101,6 +111,8 @@ struct LinksState {
   std::vector<std::string> localAddresses;  ///< Every address of this host's interfaces.
   HelloPolicy policy;
   std::vector<bool> isRemote;  ///< By rank.
+  /// One connection per pair and stream carries both directions (see the top): one rail.
+  bool sharedConnections = false;
 
   // --- any thread
   std::unique_ptr<std::atomic<bool>[]> failed;  ///< By rank.
@@ -128,6 +140,9 @@ struct LinksState {
   std::map<std::pair<int, int>, std::unique_ptr<FifoBox>> recvFifos;
   std::vector<NewLane> newLanes;
   std::vector<Handoff> handoffs;
+  /// (peer, stream) of every connection accepted (rail 0), for the rank thread to know it
+  /// need not dial a lower peer that already dialed it.
+  std::set<std::pair<int, int>> accepted;
   std::list<Helper> helpers;
   std::vector<FailureInfo> failures;  ///< By rank: why it failed (first reason).
   std::string abortPayload;           ///< This rank's encoded AbortNotice, once aborting.
@@ -136,10 +151,17 @@ struct LinksState {
   std::atomic<int64_t> lastCheckNs{0};     ///< The previous failedPeer() call.
   std::atomic<int64_t> waitingSinceNs{0};  ///< Start of the current run of failedPeer() calls.
 
-  // --- rank thread
   /// By peer: where to dial each rail (index 0: the connection itself), at most `rails`.
   std::map<int, std::vector<std::string>> peerAddresses;
   std::set<std::pair<int, int>> dialed;  ///< (peer, stream).
+
+  /// Whether this rank's messages to `peer` travel on the connection `peer` dialed (shared
+  /// connections, peer lower) rather than on one this rank dials.
+  bool sendsOnAccepted(int peer) const { return sharedConnections && peer < options.rank; }
+  /// Whether `peer` sends its messages on the connections this rank dials to it (it is
+  /// higher: with shared connections it does; a receiving side cannot tell in advance, so
+  /// such connections always accept data frames).
+  bool receivesOnDialed(int peer) const { return peer > options.rank; }
 
   // --- the network loop
   std::unique_ptr<NetworkLoop> loop;
@@ -185,6 +207,15 @@ struct LinksState {
   /// Dials (peer, stream) on a helper thread (openConnectionRetrying): the connection (rail 0)
   /// or its rail `rail`. A rail that cannot be opened is logged and left out, not a failure.
   void startDial(int peer, int stream, std::string peerAddress, int rail = 0);
+  /// The body of a dial, on its helper thread.
+  void dial(Helper& helper, int peer, int stream, const std::string& peerAddress, int rail);
+  /// Where to dial each rail of `peer` (cached; the first call per peer asks the store,
+  /// waiting up to options.timeout for the peer to publish). Throws what the store throws.
+  std::vector<std::string> addressesOf(int peer);
+  /// Dials (peer, stream), every rail of it, unless it was dialed already (any thread: the
+  /// rank's first send FIFO on the stream, or the acceptor for a kHelloDialBack hello); the
+  /// address is looked up on the helper thread. A peer without an address is marked failed.
+  void dialOnce(int peer, int stream);
   /// Starts the acceptor thread on `listener`.
   void startAcceptor();
   void handOff(net::UniqueFd socket, int peer, int stream, Connection::Direction direction,

@@ -223,8 +223,9 @@ bool NetworkLoop::absorbChanges() {
   s_.reapHelpers();
   for (const NewLane& lane : lanes) {
     std::pair key{lane.peer, lane.lane % s_.options.socketsPerPeer};
-    auto found = outgoing_.find(key);
-    if (found != outgoing_.end()) {
+    auto& carriers = s_.sendsOnAccepted(lane.peer) ? incoming_ : outgoing_;
+    auto found = carriers.find(key);
+    if (found != carriers.end()) {
       found->second->addSendLane(lane.fifo, lane.lane);
     } else {
       waitingLanes_[key].push_back(lane);
@@ -282,7 +283,9 @@ void NetworkLoop::adopt(Handoff handoff) {
       [this, peer](uint16_t lane) { return &s_.recvFifo(peer, lane); }, s_.options.size,
       s_.options.faultCorruptFrame, s_.rails);
   s_.heard(peer, steadyNs());
-  if (outgoing) {
+  // A higher peer with shared connections sends on the ones this rank dials to it.
+  if (outgoing && s_.receivesOnDialed(peer)) connection->acceptData();
+  if (outgoing != s_.sendsOnAccepted(peer)) {
     auto waiting = waitingLanes_.find(key);
     if (waiting != waitingLanes_.end()) {
       for (const NewLane& lane : waiting->second) connection->addSendLane(lane.fifo, lane.lane);
@@ -301,7 +304,7 @@ void NetworkLoop::adopt(Handoff handoff) {
     for (auto& [rail, socket] : rails->second) attachRail(*connection, rail, std::move(socket));
     waitingRails_.erase(rails);
   }
-  if (!outgoing) s_.incomingOpen[peer].fetch_add(1, std::memory_order_release);
+  if (connection->acceptsData()) s_.incomingOpen[peer].fetch_add(1, std::memory_order_release);
   connections_.push_back(std::move(connection));
 }
 
@@ -328,7 +331,7 @@ bool NetworkLoop::pumpAll(size_t maxFrameBytes) {
 }
 
 void NetworkLoop::noteDrain(const Connection& connection) {
-  if (connection.direction() != Connection::Direction::kOutgoing) return;
+  if (!connection.hasSendLanes()) return;
   // One writer (under pumpMutex): loads and stores, only when the estimate changed.
   const DrainRate& rate = connection.drainRate();
   if (rate.bytesPerSecond() <= 0) return;
@@ -358,12 +361,18 @@ void NetworkLoop::retire(Connection& connection) {
   std::pair key{connection.peer(), connection.stream()};
   bool outgoing = connection.direction() == Connection::Direction::kOutgoing;
   (outgoing ? outgoing_ : incoming_).erase(key);
-  bool clean =
-      connection.state() == Connection::State::kClosed && !(outgoing && connection.hasUnsentData());
-  if (!outgoing) {
+  const int peer = connection.peer();
+  bool clean = connection.state() == Connection::State::kClosed && !connection.hasUnsentData();
+  if (connection.state() == Connection::State::kClosed) {
+    if (byeFrom_.empty()) byeFrom_.assign(static_cast<size_t>(s_.options.size), false);
+    byeFrom_[static_cast<size_t>(peer)] = true;
+    // Lanes still waiting for the connection that peer was to dial back: it left first.
+    if (clean && waitingData(peer)) clean = false;
+  }
+  if (connection.acceptsData()) {
     // Everything the peer sent on it is in the FIFOs now (its bye came after its data).
-    if (clean) s_.saidBye[connection.peer()].store(true, std::memory_order_release);
-    s_.incomingOpen[connection.peer()].fetch_sub(1, std::memory_order_release);
+    if (clean) s_.saidBye[peer].store(true, std::memory_order_release);
+    s_.incomingOpen[peer].fetch_sub(1, std::memory_order_release);
   }
   if (clean) {
     log::info(s_.options.rank, "TCP transport: {}", connection.error());
@@ -429,17 +438,25 @@ bool NetworkLoop::continueShutdown() {
   return !settled && now < drainDeadline_;
 }
 
-/// Whether a message committed to a healthy peer has not been written yet.
+/// Whether a message committed to a healthy peer has not been written yet (a peer that
+/// said bye on a connection no longer dials one back for lanes still waiting for it).
 bool NetworkLoop::unsentData() {
   for (auto& connection : connections_) {
-    if (connection->direction() == Connection::Direction::kOutgoing &&
-        !s_.failed[connection->peer()] && connection->hasUnsentData()) {
-      return true;
-    }
+    if (!s_.failed[connection->peer()] && connection->hasUnsentData()) return true;
   }
+  for (auto& [key, lanes] : waitingLanes_) {
+    const int peer = key.first;
+    if (s_.failed[peer] || (!byeFrom_.empty() && byeFrom_[static_cast<size_t>(peer)])) continue;
+    if (waitingData(peer)) return true;
+  }
+  return false;
+}
+
+/// Whether a send lane to `peer` still waiting for its connection holds a message.
+bool NetworkLoop::waitingData(int peer) {
   size_t bytes = 0;
   for (auto& [key, lanes] : waitingLanes_) {
-    if (s_.failed[key.first]) continue;
+    if (key.first != peer) continue;
     for (const NewLane& lane : lanes) {
       if (lane.fifo->tryPeek(&bytes) != nullptr) return true;
     }

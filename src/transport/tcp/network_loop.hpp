@@ -76,6 +76,7 @@ class NetworkLoop {
   void logRails(const Connection& connection) const;
   bool continueShutdown();
   bool unsentData();
+  bool waitingData(int peer);
 
   LinksState& s_;
   std::vector<std::unique_ptr<Connection>> connections_;
@@ -85,6 +86,8 @@ class NetworkLoop {
   std::map<std::pair<int, int>, Connection*> outgoing_;  ///< (peer, stream).
   std::map<std::pair<int, int>, Connection*> incoming_;
   std::map<std::pair<int, int>, std::vector<NewLane>> waitingLanes_;
+  /// By rank (empty until the first): a connection with it ended with its bye.
+  std::vector<bool> byeFrom_;
   /// Rails whose handshake finished before their connection's: (direction, peer, stream).
   std::map<std::tuple<Connection::Direction, int, int>, std::vector<std::pair<int, net::UniqueFd>>>
       waitingRails_;

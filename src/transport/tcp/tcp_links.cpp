@@ -80,27 +80,15 @@ Fifo& TcpLinks::sendFifo(int peer, int lane) {
     fifo = &box->fifo();
     s.newLanes.push_back(tcp::NewLane{peer, static_cast<uint16_t>(lane), fifo});
   }
-  int stream = lane % s.options.socketsPerPeer;
-  if (s.dialed.insert({peer, stream}).second) {
-    auto known = s.peerAddresses.find(peer);
-    if (known == s.peerAddresses.end()) {
-      std::string key = fmt::format("{}/tcp/{}", s.options.keyPrefix, peer);
-      try {
-        known = s.peerAddresses
-                    .emplace(peer, s.railAddresses(peer, s.store.get(key, s.options.timeout)))
-                    .first;
-      } catch (const std::exception& error) {
-        s.markFailed(peer,
-                     fmt::format("no address for rank {} under '{}': {}", peer, key, error.what()));
-      }
-    }
-    if (known != s.peerAddresses.end()) {
-      const std::vector<std::string>& addresses = known->second;
-      for (size_t rail = 0; rail < addresses.size(); ++rail) {
-        s.startDial(peer, stream, addresses[rail], static_cast<int>(rail));
-      }
-    }
+  const int stream = lane % s.options.socketsPerPeer;
+  // A lower peer's connection carries this rank's messages (shared connections): dial it
+  // only to ask for that connection, when the peer has not opened it already.
+  bool needed = true;
+  if (s.sendsOnAccepted(peer)) {
+    std::lock_guard lock(s.mutex);
+    needed = s.accepted.count({peer, stream}) == 0;
   }
+  if (needed) s.dialOnce(peer, stream);
   s.notifyNetwork();
   return *fifo;
 }

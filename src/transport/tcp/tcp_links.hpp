@@ -39,6 +39,9 @@ struct TcpOptions {
   /// while the rank computes or sleeps, move on the network thread. 0: always the network
   /// thread.
   size_t directBytes = 67108864;
+  /// GROVE_TCP_SHARED: with one interface, one connection per pair and lane carries both
+  /// directions (links_state.hpp); false: each direction dials its own.
+  bool sharedConnections = true;
   std::string secret;  ///< Job secret for the connection handshake.
   std::chrono::milliseconds timeout{300'000};
   /// An accepted connection that has not finished its handshake (secret, hello) this long

@@ -121,11 +121,13 @@ struct FrameHeader {
 
 /// What the receiving end of a connection allows in a frame header.
 struct FrameRules {
-  bool acceptsData = false;  ///< An incoming connection whose peer has not said bye yet.
-  uint64_t slotBytes = 0;    ///< Largest data payload (the receive FIFO's slot size).
-  int streams = 1;           ///< socketsPerPeer: lane L travels on stream L % streams.
-  int stream = 0;            ///< This connection's stream.
-  int rails = 1;             ///< Sockets of this connection (primary + rails) that may carry data.
+  /// A connection the peer sends its messages on (an incoming one, or one this rank dialed
+  /// back: kHelloDialBack) whose peer has not said bye yet.
+  bool acceptsData = false;
+  uint64_t slotBytes = 0;  ///< Largest data payload (the receive FIFO's slot size).
+  int streams = 1;         ///< socketsPerPeer: lane L travels on stream L % streams.
+  int stream = 0;          ///< This connection's stream.
+  int rails = 1;           ///< Sockets of this connection (primary + rails) that may carry data.
 };
 
 /// The receiver's verdict on a frame header.
@@ -133,7 +135,7 @@ enum class FrameCheck {
   kOk,
   kBadMagic,        ///< Not the start of a frame: the byte stream is out of step or garbage.
   kUnknownKind,     ///< A kind this wire version does not define.
-  kUnexpectedData,  ///< Data on an outgoing connection, or after the peer's bye.
+  kUnexpectedData,  ///< Data on a connection the peer does not send on, or after its bye.
   kTooLarge,        ///< More payload bytes than a slot holds.
   kWrongStream,     ///< The lane belongs to another stream of this peer.
   kBadControlSize,  ///< An abort notice outside 8..8+kMaxAbortCause bytes, or a heartbeat with
@@ -255,9 +257,15 @@ struct AbortNotice {
   }
 };
 
+/// Hello::flags: the dialer, the higher rank of the pair, sends its messages of this stream
+/// on the connection the acceptor opens to it, not on this one: the acceptor dials it back
+/// (links_state.hpp, "one connection carries both directions").
+inline constexpr uint16_t kHelloDialBack = 1;
+
 /// First message of the connecting side: {u32 magic, u16 version, u16 stream, u32 src,
-/// u32 dst, u64 slotBytes, u16 rail, u16 reserved (0)}. rail 0 opens the connection of
+/// u32 dst, u64 slotBytes, u16 rail, u16 flags}. rail 0 opens the connection of
 /// (src -> dst, stream); rail r > 0 adds the socket that carries rail r's pieces of it.
+/// flags: kHelloDialBack or 0.
 struct Hello {
   static constexpr size_t kBytes = 28;
   uint32_t magic = kHelloMagic;
@@ -267,7 +275,7 @@ struct Hello {
   uint32_t dst = 0;
   uint64_t slotBytes = 0;
   uint16_t rail = 0;
-  uint16_t reserved = 0;
+  uint16_t flags = 0;
 
   void encode(unsigned char* out) const {
     std::memcpy(out, &magic, 4);
@@ -277,7 +285,7 @@ struct Hello {
     std::memcpy(out + 12, &dst, 4);
     std::memcpy(out + 16, &slotBytes, 8);
     std::memcpy(out + 24, &rail, 2);
-    std::memcpy(out + 26, &reserved, 2);
+    std::memcpy(out + 26, &flags, 2);
   }
   static Hello decode(const unsigned char* in) {
     Hello hello;
@@ -288,7 +296,7 @@ struct Hello {
     std::memcpy(&hello.dst, in + 12, 4);
     std::memcpy(&hello.slotBytes, in + 16, 8);
     std::memcpy(&hello.rail, in + 24, 2);
-    std::memcpy(&hello.reserved, in + 26, 2);
+    std::memcpy(&hello.flags, in + 26, 2);
     return hello;
   }
 };
@@ -301,7 +309,7 @@ enum class HelloStatus : uint32_t {
   kUnknownSource = 3,     ///< src is not one of the acceptor's TCP peers.
   kBadStream = 4,         ///< stream >= the acceptor's socketsPerPeer.
   kGeometryMismatch = 5,  ///< slotBytes differs (GROVE_SLOT_BYTES not the same everywhere).
-  kBadRail = 6,           ///< rail >= the acceptor's interface count, or reserved != 0.
+  kBadRail = 6,           ///< rail >= the acceptor's interface count, or unknown flags.
 };
 
 /// Human-readable meaning of a HelloStatus (for error messages on the connecting side).
