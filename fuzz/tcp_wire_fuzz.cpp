@@ -102,7 +102,7 @@ void fuzzHello(const uint8_t* data, size_t size) {
   HelloStatus status = checkHello(hello, policy);
   if (status == HelloStatus::kAccepted) {
     require(hello.version == kWireVersion && hello.dst == 1 && hello.stream < 2 &&
-            hello.slotBytes == 262144 && hello.rail < 2 && hello.reserved == 0);
+            hello.slotBytes == 262144 && hello.rail < 2 && (hello.flags & ~kHelloDialBack) == 0);
     require(hello.src == 0 || hello.src == 2 || hello.src == 5);
   }
   unsigned char ackBytes[HelloAck::kBytes] = {};
