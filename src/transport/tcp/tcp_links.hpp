@@ -25,11 +25,11 @@ struct TcpOptions {
   int size = 1;
   std::vector<int> remoteRanks;  ///< Ranks reached over TCP (ascending).
   FifoGeometry geometry;
-  /// Connections per peer and direction: lane L travels on stream L % socketsPerPeer. The
-  /// default gives every lane its own connection: a lane whose receive FIFO is full stalls
-  /// its own socket only, never another lane's (with lanes sharing a socket, one full FIFO
-  /// blocks the rest, and plans whose channels wait on each other can deadlock). Tests may
-  /// set fewer.
+  /// Connections per peer (and direction, when not shared): lane L travels on stream
+  /// L % socketsPerPeer. The default gives every lane its own connection: a lane whose
+  /// receive FIFO is full stalls its own socket only, never another lane's (with lanes
+  /// sharing a socket, one full FIFO blocks the rest, and plans whose channels wait on each
+  /// other can deadlock). Tests may set fewer.
   int socketsPerPeer = kStreamsPerLane;
   /// GROVE_SOCKET_IFNAME (NCCL syntax), empty = automatic (one interface). Every interface a
   /// list selects (up to kMaxRails) carries a socket of each connection (rails.hpp).
@@ -58,8 +58,8 @@ struct TcpOptions {
   /// address and a peer with an entry is dialed at that address (with its published port),
   /// so each edge of a plan really travels its own link.
   std::vector<std::string> linkAddresses;
-  /// Tests (GROVE_FAULT_CORRUPT_FRAME): every incoming connection flips a bit of the N-th
-  /// non-empty data frame it reads; 0 = off.
+  /// Tests (GROVE_FAULT_CORRUPT_FRAME): every connection flips a bit of the N-th non-empty
+  /// data frame it reads; 0 = off.
   uint64_t faultCorruptFrame = 0;
 };
 
