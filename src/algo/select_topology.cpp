@@ -59,12 +59,14 @@ uint64_t fingerprint(const topo::Topology& topology) {
     f.add(a.to);
     f.add(a.capacityGBps);
     f.add(a.latencyUs);
+    f.add(static_cast<int>(a.kind));  // Network arcs carry compressed bytes (replay.cpp).
+    f.add(a.lineRate);                // A line rate carries TCP's payload share (wire.cpp).
   }
   return f.value();
 }
 
 using Key = std::tuple<uint64_t, std::string, int, int, int, int, size_t, size_t, int, double,
-                       double, double>;
+                       double, double, double, double>;
 
 /// A memoized prediction, or why there is none.
 struct Entry {
@@ -123,7 +125,9 @@ double predictedUs(const Algorithm& algorithm, const plan::PlanRequest& request,
                 options.fifoDepth,
                 options.reduceGBps,
                 options.copyGBps,
-                options.stepOverheadUs};
+                options.stepOverheadUs,
+                options.compressionRatio,
+                options.codecGBps};
 
   std::lock_guard<std::mutex> lock(gMutex);
   auto found = gCache.find(key);

@@ -102,6 +102,9 @@ const algo::Algorithm& CommState::chooseAlgorithm(const plan::PlanRequest& asked
   algo::Selection selection = algo::select(request, forced, config_.algo, params);
   log::info(rank_, "{} count {} {}: {}", plan::toString(request.collective), request.count,
             toString(request.type), selection.reason);
+  if (codec_ != nullptr && log::enabled(log::Level::kInfo)) {
+    logCompressionGain(rank_, *codec_, *selection.algorithm, request, params);
+  }
   if (selections_.size() > 4096) selections_.clear();
   selections_.emplace(std::move(key), selection.algorithm);
   return *selection.algorithm;

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "algo/select_topology.hpp"
 #include "common/log.hpp"
 #include "grove/error.hpp"
 #include "topo/topology.hpp"
@@ -161,6 +162,63 @@ std::unique_ptr<exec::LinkCodec> makeLinkCodec(const Config& config,
   };
   return std::make_unique<exec::LinkCodec>(std::move(choice.compressTo), config.slotBytes,
                                            std::move(slow));
+}
+
+double nominalCompressionRatio(DataType type) {
+  switch (type) {
+    case DataType::kBFloat16:
+      return 1.5;
+    case DataType::kFloat32:
+      return 1.2;
+    case DataType::kFloat16:
+      return 1.18;
+    default:
+      return 1.0;
+  }
+}
+
+CompressionGain predictCompressionGain(const algo::Algorithm& algorithm,
+                                       const plan::PlanRequest& request,
+                                       const algo::CostParams& params, double ratio,
+                                       double codecGBps) {
+  model::SimOptions options = algo::selectionSimOptions(params, request.topology);
+  CompressionGain gain;
+  gain.rawUs = algo::predictedUs(algorithm, request, options);
+  options.compressionRatio = ratio;
+  options.codecGBps = codecGBps;
+  gain.compressedUs = algo::predictedUs(algorithm, request, options);
+  return gain;
+}
+
+void logCompressionGain(int rank, const exec::LinkCodec& codec, const algo::Algorithm& algorithm,
+                        const plan::PlanRequest& request, const algo::CostParams& params) {
+  if (request.topology == nullptr || !exec::compressibleType(request.type)) return;
+  const size_t bytes = request.count * dataTypeSize(request.type);
+  if (bytes < exec::kMinCompressedMessageBytes) return;
+  std::vector<int> compressed;
+  for (int q = 0; q < request.nranks; ++q) {
+    if (q != rank && codec.compressesTo(q)) compressed.push_back(q);
+  }
+  if (compressed.empty()) return;
+  const exec::LinkCodecStats& s = codec.stats();
+  const bool measured = s.framesBytes > 0;
+  const double ratio =
+      measured ? static_cast<double>(s.rawBytesCompressed) / static_cast<double>(s.framesBytes)
+               : nominalCompressionRatio(request.type);
+  const double codecGBps = exec::measuredCodecBytesPerSecond() / 1e9;
+  try {
+    const CompressionGain g = predictCompressionGain(algorithm, request, params, ratio, codecGBps);
+    if (g.compressedUs == g.rawUs) return;  // no network arc on the topology (TCP on one host)
+    log::info(rank,
+              "compression: {} count {} {} ({}) to ranks [{}] compressed: predicted {:.1f} us, "
+              "{:.1f} us raw, gain {:.2f}x (ratio {:.3f}, {}; the codec {:.2f} GB/s per end, "
+              "measured; the model compresses every network link of the topology)",
+              plan::toString(request.collective), request.count, toString(request.type),
+              algorithm.name, fmt::join(compressed, ", "), g.compressedUs, g.rawUs, g.gain(), ratio,
+              measured ? "this rank's codec so far" : "nominal for the type", codecGBps);
+  } catch (const Error&) {
+    // The plans do not run on this topology: selection did not simulate them either.
+  }
 }
 
 void logLinkCodecStats(int rank, const exec::LinkCodec& codec) {

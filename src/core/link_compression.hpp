@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "algo/registry.hpp"
 #include "core/config.hpp"
 #include "exec/link_codec.hpp"
 #include "topo/topology.hpp"
@@ -66,6 +67,32 @@ CompressionChoice chooseCompression(const Config& config, int rank, int size,
 std::unique_ptr<exec::LinkCodec> makeLinkCodec(const Config& config,
                                                const transport::Transport& transport,
                                                const topo::Topology* topology);
+
+/// The ratio a prediction assumes for values of `type` before the codec measured any of its own:
+/// what docs/compression.md measured on real gradients and weights (bfloat16 1.5, float32 1.2,
+/// float16 1.18); 1 for the types the codec passes through.
+double nominalCompressionRatio(DataType type);
+
+/// The simulator's prediction of `algorithm` running `request` (topology set) on
+/// `params`' geometry, with messages over network arcs compressed `ratio`:1 and each end
+/// coding them at `codecGBps`, and the same call raw.
+struct CompressionGain {
+  double compressedUs = 0;
+  double rawUs = 0;
+  double gain() const { return compressedUs > 0 ? rawUs / compressedUs : 0; }
+};
+CompressionGain predictCompressionGain(const algo::Algorithm& algorithm,
+                                       const plan::PlanRequest& request,
+                                       const algo::CostParams& params, double ratio,
+                                       double codecGBps);
+
+/// GROVE_DEBUG=INFO: the predicted gain of compression for a call `rank` chose `algorithm`
+/// for, when its messages of this type to some network peer are compressed now: one line with
+/// the ratio assumed (the codec's so far on this rank, else nominalCompressionRatio), the
+/// codec's measured rate, and both predictions. Silent when nothing of it compresses or the
+/// plans cannot be simulated on the topology.
+void logCompressionGain(int rank, const exec::LinkCodec& codec, const algo::Algorithm& algorithm,
+                        const plan::PlanRequest& request, const algo::CostParams& params);
 
 /// Logs at INFO what `codec` did (messages compressed, bytes saved, passed on, decoded).
 void logLinkCodecStats(int rank, const exec::LinkCodec& codec);

@@ -11,8 +11,10 @@
 
 #include "algo/all.hpp"
 #include "algo/registry.hpp"
+#include "algo/select_topology.hpp"
 #include "grove/error.hpp"
 #include "plan/plan.hpp"
+#include "topo/topology.hpp"
 
 namespace grove::algo {
 namespace {
@@ -232,6 +234,35 @@ TEST(Select, TreeAliasFollowsTheCollective) {
   const plan::PlanRequest broadcast = makeRequest(Collective::kBroadcast, 8, 1, 3);
   EXPECT_EQ(chosen(broadcast, "tree", ""), "binomial_tree");
   EXPECT_EQ(chosen(broadcast, "", "allreduce:ring;broadcast:tree"), "binomial_tree");
+}
+
+// Predictions are memoized by everything the simulator reads: a topology whose NICs carry
+// TCP's payload share of their line rate (Arc::lineRate) and the same one at the full rate,
+// or options that compress network messages, are different predictions.
+TEST(PredictedUs, MemoKeepsApartLineRatesAndCompression) {
+  const Algorithm* ring = findAlgorithm(Collective::kAllReduce, "ring");
+  ASSERT_NE(ring, nullptr);
+  const topo::Topology line = topo::fromSpec("cluster:2x1:1");
+  topo::Topology full = line;
+  int lineArcs = 0;
+  for (topo::Arc& arc : full.arcs) {
+    lineArcs += arc.lineRate ? 1 : 0;
+    arc.lineRate = false;
+  }
+  ASSERT_GT(lineArcs, 0);
+  plan::PlanRequest request;
+  request.collective = Collective::kAllReduce;
+  request.nranks = 2;
+  request.type = DataType::kFloat32;
+  request.count = 1u << 20;
+  const model::SimOptions options = selectionSimOptions(CostParams{}, &line);
+  request.topology = &line;
+  const double atPayload = predictedUs(*ring, request, options);
+  model::SimOptions compressed = options;
+  compressed.compressionRatio = 1.5;
+  EXPECT_LT(predictedUs(*ring, request, compressed), atPayload);
+  request.topology = &full;
+  EXPECT_LT(predictedUs(*ring, request, options), atPayload);
 }
 
 }  // namespace
