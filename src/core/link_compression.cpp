@@ -205,6 +205,8 @@ void logCompressionGain(int rank, const exec::LinkCodec& codec, const algo::Algo
   const double ratio =
       measured ? static_cast<double>(s.rawBytesCompressed) / static_cast<double>(s.framesBytes)
                : nominalCompressionRatio(request.type);
+  // Measured once per process: at the communicator's creation under auto with a known rate,
+  // else here, on the first call shape that compresses (INFO only; a few milliseconds).
   const double codecGBps = exec::measuredCodecBytesPerSecond() / 1e9;
   try {
     const CompressionGain g = predictCompressionGain(algorithm, request, params, ratio, codecGBps);
