@@ -157,6 +157,25 @@ TEST(PackedTreesRun, Hierarchical) {
   runOn("cluster:4x2:100,25,100,100", 8, false, {"hierarchical"}, false);
 }
 
+TEST(PackedTreesRun, HierarchicalLeaderRingsAlternateOnOneCommunicator) {
+  // Hierarchical's leaders run one ring per 64 KiB of a host's share, up to 4 (packed_direct.cpp),
+  // so one communicator holds a plan per ring count and switches between them call by call:
+  // 1 MiB + 12 bytes (4 rings), 512 KiB + 4 bytes (2 rings), 4000 and 28 bytes (1 ring).
+  for (const auto& [spec, nranks] :
+       {std::pair{"cluster:3x3", 9}, std::pair{"cluster:4x2:1", 8}, std::pair{"cluster:3x1", 3}}) {
+    SCOPED_TRACE(spec);
+    std::vector<Communicator> comms = Communicator::createInProcess(
+        nranks, Options().set("GROVE_TOPO_FILE", spec).set("GROVE_SLOT_BYTES", "16384"));
+    runOnComms(comms, [&](Communicator& comm) {
+      for (size_t count : {(size_t{1} << 18) + 3, (size_t{1} << 17) + 1, size_t{1000},
+                           (size_t{1} << 18) + 3, size_t{7}}) {
+        checkAllReduce(comm, "hierarchical", count, ReduceOp::kSum, false);
+        checkAllReduce(comm, "hierarchical", count, ReduceOp::kAvg, true);
+      }
+    });
+  }
+}
+
 TEST(PackedTreesRun, TreesNeedATopology) {
   std::vector<Communicator> comms = Communicator::createInProcess(2);
   runOnComms(comms, [&](Communicator& comm) {

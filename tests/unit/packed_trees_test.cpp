@@ -392,6 +392,57 @@ TEST(PackedDirect, HierarchicalOnClusters) {
   EXPECT_EQ(p.channels[2].steps[0].sendPeer, 1);
 }
 
+TEST(PackedDirect, HierarchicalLeadersRunOneRingPer64KiBOfAHostsShareUpToFour) {
+  const topo::Topology t = topo::fromSpec("cluster:3x3");
+  const Algorithm* algorithm = findAlgorithm(Collective::kAllReduce, "hierarchical");
+  ASSERT_NE(algorithm, nullptr);
+  ASSERT_NE(algorithm->planVariant, nullptr);
+  plan::PlanRequest request = requestFor(Collective::kAllReduce, &t, 9);
+  // A host's share of a float32 block of `count` elements is count * 4 / 3 bytes.
+  for (const auto& [count, rings] : {std::pair<size_t, uint32_t>{1000, 1},
+                                     {3 * 16384 * 2 - 1, 1},
+                                     {3 * 16384 * 2, 2},
+                                     {3 * 16384 * 3, 3},
+                                     {3 * 16384 * 4, 4},
+                                     {1 << 24, 4}}) {
+    request.count = count;
+    request.rank = 0;
+    EXPECT_EQ(algorithm->planVariant(request), rings) << "count " << count;
+    const plan::Plan leader = algorithm->build(request);
+    EXPECT_EQ(leader.chunksPerBlock, 3 * rings) << "count " << count;
+    ASSERT_EQ(leader.channels.size(), rings + 2) << "count " << count;
+    for (uint32_t j = 0; j < rings; ++j) {
+      const std::vector<plan::Step>& ring = leader.channels[1 + j].steps;
+      ASSERT_EQ(ring.size(), 5u);  // 2(H - 1) + 1 steps for H = 3 hosts.
+      EXPECT_EQ(ring[0].sendPeer, 3);
+      EXPECT_EQ(ring[0].src.chunk, j);  // Host 0's part of ring j: chunk 0 * rings + j.
+      EXPECT_EQ(ring[1].recvPeer, 6);
+      EXPECT_EQ(ring[1].src.chunk, 2 * rings + j);
+      EXPECT_EQ(ring[0].lane, 1 + j);
+      // Ring step s waits for the chain up's step that brought its chunk (host chunk 0 - s).
+      for (int s = 0; s < 3; ++s) {
+        EXPECT_EQ(ring[s].after.channel, 0);
+        EXPECT_EQ(ring[s].after.step, s * static_cast<int>(rings) + static_cast<int>(j));
+        EXPECT_EQ(leader.channels[0].steps[ring[s].after.step].dst.chunk, ring[s].src.chunk);
+      }
+      // The chain down sends host chunk 1 first (ring step 2 finishes it), then 0, then 2.
+      const std::vector<plan::Step>& down = leader.channels[rings + 1].steps;
+      for (int u = 0; u < 3; ++u) {
+        const plan::Step& step = down[u * rings + j];
+        EXPECT_EQ(step.after.channel, static_cast<int>(1 + j));
+        EXPECT_EQ(step.after.step, 2 + u);
+        EXPECT_EQ(step.src.chunk, ((4 - u) % 3) * rings + j);
+      }
+    }
+    EXPECT_EQ(leader.channels[rings + 1].steps[0].lane, rings + 1);
+    request.rank = 4;  // Not a leader: no ring steps.
+    const plan::Plan member = algorithm->build(request);
+    ASSERT_EQ(member.channels.size(), rings + 2);
+    for (uint32_t j = 0; j < rings; ++j) EXPECT_TRUE(member.channels[1 + j].steps.empty());
+    EXPECT_EQ(verifyAll(buildAll(*algorithm, request)), "") << "count " << count;
+  }
+}
+
 TEST(PackedDirect, HierarchicalPlansTwoHundredFiftySixRanks) {
   const topo::Topology t = topo::fromSpec("cluster:32x8");
   const Algorithm* algorithm = findAlgorithm(Collective::kAllReduce, "hierarchical");
