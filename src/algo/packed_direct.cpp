@@ -14,12 +14,12 @@
 // it as few times as a ring over hosts needs. Each host reduces along a chain of its ranks
 // (ascending; the lowest rank leads) into its leader's output, the leaders run a ring
 // allreduce over the host partials, and each host broadcasts the result down the same
-// chain. The leaders run R rings side by side (1 to 4, one per 64 KiB of a host's share of
-// the data), each over its own part of every host's share (k = hosts · R chunks; ring j owns
-// chunks c·R + j): a ring's step waits for its message, so one ring alone leaves the NIC idle
-// while its leader reduces or codes the last message (a compressed link encodes and decodes
-// every message at about 1.2 GB/s, a tenth of a 1 Gbit/s NIC's time per byte: on 4 hosts
-// one ring left compression a predicted 0.96–1.03× gain). Channel 0 (lane 0) is the chain
+// chain. The leaders run R rings side by side (1 to 4, one per 256 KiB of the data: 64 KiB
+// of each host's share on 4 hosts), each over its own part of every host's share (k = hosts · R
+// chunks; ring j owns chunks c·R + j): a ring's step waits for its message, so one ring alone
+// leaves the NIC idle while its leader reduces or codes the last message (a compressed link encodes
+// and decodes every message at about 1.2 GB/s, a tenth of a 1 Gbit/s NIC's time per byte: on 4
+// hosts one ring left compression a predicted 0.96–1.03× gain). Channel 0 (lane 0) is the chain
 // up, 1..R (lanes 1..R) the rings, each step waiting for the chain to bring its chunk, R+1
 // (lane R+1) the chain down, each chunk waiting for the ring step that finishes it; the
 // chains take the chunks in the rings' order, so the three phases overlap even when the
@@ -48,10 +48,10 @@ using namespace build;
 
 constexpr std::string_view kOneHop = "onehop";
 constexpr std::string_view kHierarchical = "hierarchical";
-/// The most rings hierarchical's leaders run side by side, and the least of a host's share of
-/// the data each ring takes (smaller messages cost more per byte than they hide).
+/// The most rings hierarchical's leaders run side by side, and the least of the data each ring
+/// takes (smaller messages cost more per byte than they hide).
 constexpr uint32_t kMaxLeaderRings = 4;
-constexpr double kLeaderRingMinBytes = 64 << 10;
+constexpr double kLeaderRingMinBytes = 256 << 10;
 
 // ---- onehop ------------------------------------------------------------------------------
 
@@ -240,10 +240,10 @@ TwoTier twoTier(const topo::Topology& t) {
 }
 
 /// Rings the leaders run side by side for this call (see the top): one per
-/// kLeaderRingMinBytes of a host's share, 1..kMaxLeaderRings. Also the plan's variant.
+/// kLeaderRingMinBytes of the data, 1..kMaxLeaderRings. Also the plan's variant, asked on
+/// every call: arithmetic on the count only (grouping the ranks by host allocates).
 uint32_t leaderRings(const plan::PlanRequest& request) {
-  const double hosts = static_cast<double>(hostsOf(*request.topology).ranks.size());
-  const double rings = std::floor(blockBytes(request) / hosts / kLeaderRingMinBytes);
+  const double rings = std::floor(blockBytes(request) / kLeaderRingMinBytes);
   return static_cast<uint32_t>(std::clamp(rings, 1.0, static_cast<double>(kMaxLeaderRings)));
 }
 

@@ -158,7 +158,7 @@ TEST(PackedTreesRun, Hierarchical) {
 }
 
 TEST(PackedTreesRun, HierarchicalLeaderRingsAlternateOnOneCommunicator) {
-  // Hierarchical's leaders run one ring per 64 KiB of a host's share, up to 4 (packed_direct.cpp),
+  // Hierarchical's leaders run one ring per 256 KiB of the data, up to 4 (packed_direct.cpp),
   // so one communicator holds a plan per ring count and switches between them call by call:
   // 1 MiB + 12 bytes (4 rings), 512 KiB + 4 bytes (2 rings), 4000 and 28 bytes (1 ring).
   for (const auto& [spec, nranks] :

@@ -392,18 +392,18 @@ TEST(PackedDirect, HierarchicalOnClusters) {
   EXPECT_EQ(p.channels[2].steps[0].sendPeer, 1);
 }
 
-TEST(PackedDirect, HierarchicalLeadersRunOneRingPer64KiBOfAHostsShareUpToFour) {
+TEST(PackedDirect, HierarchicalLeadersRunOneRingPer256KiBUpToFour) {
   const topo::Topology t = topo::fromSpec("cluster:3x3");
   const Algorithm* algorithm = findAlgorithm(Collective::kAllReduce, "hierarchical");
   ASSERT_NE(algorithm, nullptr);
   ASSERT_NE(algorithm->planVariant, nullptr);
   plan::PlanRequest request = requestFor(Collective::kAllReduce, &t, 9);
-  // A host's share of a float32 block of `count` elements is count * 4 / 3 bytes.
+  // A float32 block of `count` elements is count * 4 bytes: one ring per 65536 elements.
   for (const auto& [count, rings] : {std::pair<size_t, uint32_t>{1000, 1},
-                                     {3 * 16384 * 2 - 1, 1},
-                                     {3 * 16384 * 2, 2},
-                                     {3 * 16384 * 3, 3},
-                                     {3 * 16384 * 4, 4},
+                                     {65536 * 2 - 1, 1},
+                                     {65536 * 2, 2},
+                                     {65536 * 3, 3},
+                                     {65536 * 4, 4},
                                      {1 << 24, 4}}) {
     request.count = count;
     request.rank = 0;
