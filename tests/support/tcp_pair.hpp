@@ -160,10 +160,12 @@ inline void sendRaw(const net::UniqueFd& socket, const std::string& bytes) {
 /// byte; "" on success, else what went wrong. Stops early only if `peer` itself is reported
 /// failed (failures of other peers are not this exchange's business).
 ///
+/// `rank` is a Rank, or anything with the same `bell` and `links` (a test's own store).
 /// `drive`: wait as a rank does with the latency path — TcpLinks::progress() between polls,
 /// handOffProgress() before each nap — rather than leaving every byte to the network thread.
-inline std::string exchange(Rank& rank, int self, int peer, const std::vector<int>& lanes,
-                            int messages, size_t slotBytes, bool drive = false) {
+template <class RankLike = Rank>
+std::string exchange(RankLike& rank, int self, int peer, const std::vector<int>& lanes,
+                     int messages, size_t slotBytes, bool drive = false) {
   auto sizeOf = [slotBytes](int index) -> size_t {
     const size_t sizes[] = {0, 1, slotBytes - 1, slotBytes, 7};
     return index % 6 < 5 ? sizes[index % 6] : (static_cast<size_t>(index) * 977) % slotBytes;

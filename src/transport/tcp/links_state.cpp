@@ -264,6 +264,19 @@ std::vector<std::string> LinksState::addressesOf(int peer) {
   return peerAddresses.emplace(peer, std::move(addresses)).first->second;
 }
 
+bool LinksState::requestAnswered(int peer, int stream, const std::string& why) {
+  if (!sendsOnAccepted(peer)) return false;
+  {
+    std::lock_guard lock(mutex);
+    if (accepted.count({peer, stream}) == 0) return false;
+  }
+  log::info(options.rank,
+            "TCP transport: the request to rank {} to dial back (stream {}) did not go out ({}), "
+            "but rank {} had dialed this rank already: nothing is lost",
+            peer, stream, why, peer);
+  return true;
+}
+
 void LinksState::dialOnce(int peer, int stream) {
   {
     std::lock_guard lock(mutex);
@@ -274,7 +287,7 @@ void LinksState::dialOnce(int peer, int stream) {
     try {
       addresses = addressesOf(peer);
     } catch (const std::exception& error) {
-      if (!cancelHelpers) {
+      if (!cancelHelpers && !requestAnswered(peer, stream, error.what())) {
         markFailed(peer, fmt::format("no address for rank {} under '{}/tcp/{}': {}", peer,
                                      options.keyPrefix, peer, error.what()));
       }
@@ -310,6 +323,7 @@ void LinksState::dial(Helper& helper, int peer, int stream, const std::string& p
   } catch (const std::exception& error) {
     setHelperFd(helper, -1);
     if (cancelHelpers) return;
+    if (rail == 0 && requestAnswered(peer, stream, error.what())) return;
     if (rail > 0) {
       // The connection still moves every byte on its other sockets.
       log::warn(options.rank, "TCP transport: rail {} to rank {} at {} (stream {}) left out: {}",

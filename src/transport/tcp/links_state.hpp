@@ -216,6 +216,11 @@ struct LinksState {
   /// rank's first send FIFO on the stream, or the acceptor for a kHelloDialBack hello); the
   /// address is looked up on the helper thread. A peer without an address is marked failed.
   void dialOnce(int peer, int stream);
+  /// True (and logged) when a failed dial to `peer` on `stream` was only a request to dial
+  /// back (sendsOnAccepted) that the peer's own connection, accepted meanwhile, answered: a
+  /// lower rank that dialed, finished and closed before the request reached it is no
+  /// failure.
+  bool requestAnswered(int peer, int stream, const std::string& why);
   /// Starts the acceptor thread on `listener`.
   void startAcceptor();
   void handOff(net::UniqueFd socket, int peer, int stream, Connection::Direction direction,
