@@ -54,6 +54,24 @@ int countEntries(const char* directory) {
   return count - (std::strcmp(directory, "/proc/self/fd") == 0 ? 1 : 0);  // opendir's own
 }
 
+// The count of `directory` once entries that are already on their way out have left it. A
+// joined thread can stay listed in /proc/self/task for a moment: pthread_join returns when the
+// kernel clears the thread's id, before it reaps the thread. Counted at once, reinit_uid saw
+// "threads 1 -> 2" or "2 -> 1" in 5 of 200 runs, and a listing of the tasks a moment later
+// no longer held the extra one. So counts are read until two reads 20 ms apart agree, or
+// until they reach `expected` (>= 0), for at most 2 s: a leaked thread or descriptor stays,
+// and fails the comparison after all.
+int settledCount(const char* directory, int expected = -1) {
+  int count = countEntries(directory);
+  for (int tries = 0; tries < 100 && count != expected; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const int again = countEntries(directory);
+    if (again == count && expected < 0) break;
+    count = again;
+  }
+  return count;
+}
+
 int rankFromEnv() {
   const char* rank = std::getenv("GROVE_RANK");
   return rank != nullptr ? std::atoi(rank) : -1;
@@ -132,12 +150,12 @@ int reinit(int cycles, bool fromId) {
     checkedAllreduce(comm, rank, size, cycle);
     SAFETY_CHECK(rank, groveCommDestroy(comm));
     if (cycle == 0) {
-      fdsAfterFirst = countEntries("/proc/self/fd");
-      threadsAfterFirst = countEntries("/proc/self/task");
+      fdsAfterFirst = settledCount("/proc/self/fd");
+      threadsAfterFirst = settledCount("/proc/self/task");
     }
   }
-  const int fds = countEntries("/proc/self/fd");
-  const int threads = countEntries("/proc/self/task");
+  const int fds = settledCount("/proc/self/fd", fdsAfterFirst);
+  const int threads = settledCount("/proc/self/task", threadsAfterFirst);
   std::printf("rank %d ok: %d cycles of %d ranks, fds %d -> %d, threads %d -> %d\n", rank, cycles,
               size, fdsAfterFirst, fds, threadsAfterFirst, threads);
   return fds == fdsAfterFirst && threads == threadsAfterFirst ? 0 : 1;
@@ -163,12 +181,12 @@ int reinitInProcess(int cycles, int ranks) {
       SAFETY_CHECK(r, groveCommDestroy(comms[r]));
     }
     if (cycle == 0) {
-      fdsAfterFirst = countEntries("/proc/self/fd");
-      threadsAfterFirst = countEntries("/proc/self/task");
+      fdsAfterFirst = settledCount("/proc/self/fd");
+      threadsAfterFirst = settledCount("/proc/self/task");
     }
   }
-  const int fds = countEntries("/proc/self/fd");
-  const int threads = countEntries("/proc/self/task");
+  const int fds = settledCount("/proc/self/fd", fdsAfterFirst);
+  const int threads = settledCount("/proc/self/task", threadsAfterFirst);
   std::printf("rank 0 ok: %d in-process cycles of %d ranks, fds %d -> %d, threads %d -> %d\n",
               cycles, ranks, fdsAfterFirst, fds, threadsAfterFirst, threads);
   return fds == fdsAfterFirst && threads == threadsAfterFirst ? 0 : 1;
