@@ -42,6 +42,7 @@ struct PlanOptions {
   std::string topo;
   std::string size;
   std::string compress;
+  std::string cpus;
   bool json = false;
   std::string dotFile;
   std::string svgFile;
@@ -93,6 +94,7 @@ void runTopo(const PlanOptions& options, plan::Collective collective) {
   topo.nranks = options.nranksGiven ? options.nranks : -1;
   topo.fifoDepth = options.fifoDepth;
   topo.compress = options.compress;
+  topo.cpus = options.cpus;
   topo.json = options.json;
   topo.dotFile = options.dotFile;
   topo.svgFile = options.svgFile;
@@ -105,7 +107,8 @@ void runPlan(const PlanOptions& options) {
   for (const auto& [given, flag] :
        {std::pair{!options.size.empty(), "--size"}, std::pair{options.json, "--json"},
         std::pair{!options.dotFile.empty(), "--dot"}, std::pair{!options.svgFile.empty(), "--svg"},
-        std::pair{!options.compress.empty(), "--compress"}}) {
+        std::pair{!options.compress.empty(), "--compress"},
+        std::pair{!options.cpus.empty(), "--cpus"}}) {
     if (given) {
       throw Error(ErrorCode::kInvalidArgument,
                   std::string(flag) + " needs --topo (e.g. --topo dgx1v)");
@@ -198,6 +201,10 @@ void addPlanCommand(CLI::App& app) {
                       "With --topo: model GROVE_COMPRESS on the network links, RATIO[:GBPS] "
                       "(e.g. 1.5 for bfloat16 gradients; GBPS: the codec's rate, default "
                       "measured here)");
+  command->add_option("--cpus", options->cpus,
+                      "With --topo: the ranks share CPUs, N (all on one machine of N CPUs, as "
+                      "emulated hosts are) or host:N (N on each host); reductions and coding "
+                      "then wait for a CPU");
   command->add_option(
       "--topo", options->topo,
       "Compare every candidate on this topology: a preset (dgx1v, dgx1p, dgx2, "

@@ -9,6 +9,8 @@
 // only the algorithm's name is shown.
 #include "plan_topo.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -77,6 +79,39 @@ std::pair<double, double> parseCompress(const std::string& text) {
                     "1.5 or 1.5:1.2)");
   }
   return {ratio, gbps};
+}
+
+/// --cpus N | host:N: every rank in one group of N CPUs (one machine, as the emulated hosts
+/// of bench/hosts share theirs), or a group of N per host (Vertex::host; a rank of no named
+/// host is a group of its own). Fills `sim`'s CPU groups and returns them in words.
+std::string applyCpus(const std::string& text, const topo::Topology& topology,
+                      model::SimOptions& sim) {
+  const bool perHost = text.rfind("host:", 0) == 0;
+  const std::string countText = perHost ? text.substr(5) : text;
+  char* end = nullptr;
+  const double cpus = std::strtod(countText.c_str(), &end);
+  if (countText.empty() || end != countText.c_str() + countText.size() || !(cpus >= 1) ||
+      cpus > 4096) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        "--cpus '" + text + "': expected N or host:N, N CPUs in [1, 4096] (e.g. 2, or host:16)");
+  }
+  const int n = topology.rankCount();
+  sim.cpuGroup.assign(static_cast<size_t>(n), 0);
+  sim.groupCpus.assign(1, cpus);
+  const char* plural = cpus == 1 ? "" : "s";
+  if (!perHost) return fmt::format("the {} ranks share {:g} CPU{}", n, cpus, plural);
+  std::map<std::string, int> groupOf;
+  sim.groupCpus.clear();
+  for (const topo::Vertex& v : topology.vertices) {
+    if (v.kind != topo::VertexKind::kRank || v.rank < 0 || v.rank >= n) continue;
+    const std::string host = v.host.empty() ? v.name : v.host;
+    auto [at, added] = groupOf.emplace(host, static_cast<int>(groupOf.size()));
+    if (added) sim.groupCpus.push_back(cpus);
+    sim.cpuGroup[static_cast<size_t>(v.rank)] = at->second;
+  }
+  return fmt::format("{:g} CPU{} on each of {} hosts, shared by its ranks", cpus, plural,
+                     groupOf.size());
 }
 
 topo::Topology loadTopology(const std::string& spec) {
@@ -377,6 +412,7 @@ TopoReport analyzeTopoPlan(const TopoPlanOptions& options) {
   sim.bytes = report.count * element;
   sim.elementSize = element;
   sim.fifoDepth = options.fifoDepth;
+  if (!options.cpus.empty()) report.cpus = applyCpus(options.cpus, report.topology, sim);
   const model::SimOptions uncompressed = sim;
   if (!options.compress.empty()) {
     const auto [ratio, gbps] = parseCompress(options.compress);

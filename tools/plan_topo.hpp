@@ -34,6 +34,9 @@ struct TopoPlanOptions {
   int fifoDepth = static_cast<int>(common::defaultInteger(common::Param::kFifoDepth));
   /// --compress RATIO[:GBPS]: network links compress (model::SimOptions); empty: they do not.
   std::string compress;
+  /// --cpus N | host:N: the ranks share CPUs (model::SimOptions::cpuGroup); empty: each
+  /// rank's channels work on CPUs of their own.
+  std::string cpus;
   bool json = false;
   std::string dotFile;  ///< --dot FILE.
   std::string svgFile;  ///< --svg FILE.
@@ -96,6 +99,7 @@ struct TopoReport {
   std::string choiceReason;
   int fifoDepth = static_cast<int>(common::defaultInteger(common::Param::kFifoDepth));
   double compressionRatio = 1.0;  ///< --compress, or 1.
+  std::string cpus;               ///< --cpus, in words (empty: not modelled).
   double codecGBps = 0;
   int verifierTiles = 2;
   std::vector<Verdict> verdicts;

@@ -79,6 +79,10 @@ void printText(const TopoReport& report) {
         "their bytes; each end codes them at %.2f GB/s\n",
         report.compressionRatio, report.codecGBps);
   }
+  if (!report.cpus.empty()) {
+    std::printf("# CPUs (--cpus): %s; a rank's reductions and coding run on one of them\n",
+                report.cpus.c_str());
+  }
   std::printf("\n  %-18s %12s %14s %14s %9s%s\n", "algorithm", "predicted", "algbw", "busbw",
               "of bound", compressed ? "  uncompressed    gain" : "");
   for (const Candidate& c : report.candidates) {
@@ -167,6 +171,7 @@ ordered_json toJson(const TopoReport& report) {
     j["bound"] = nullptr;
   }
   j["choice"] = report.choiceReason;
+  if (!report.cpus.empty()) j["cpus"] = report.cpus;
   ordered_json candidates = ordered_json::array();
   for (const Candidate& c : report.candidates) {
     ordered_json jc;

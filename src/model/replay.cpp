@@ -18,13 +18,25 @@ using plan::OpKind;
 constexpr double kBytesPerUsPerGBps = 1e3;  // 1 GB/s = 10^9 bytes/s = 10^3 bytes/us.
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
+// The CPU wire's arcs: one CPU per rank's thread, then each group's CPUs.
+std::vector<double> cpuCapacities(const SimOptions& options) {
+  if (options.cpuGroup.empty()) return {};
+  std::vector<double> capacity(options.cpuGroup.size(), 1.0);
+  capacity.insert(capacity.end(), options.groupCpus.begin(), options.groupCpus.end());
+  return capacity;
+}
+
 }  // namespace
 
 namespace detail {
 
 Replay::Replay(const std::vector<plan::Plan>& plans, const topo::Topology& topology,
                const SimOptions& options, const std::vector<double>& startUs)
-    : topology_(topology), options_(options), wire_(topology), startUs_(startUs) {
+    : topology_(topology),
+      options_(options),
+      wire_(topology),
+      cpu_(cpuCapacities(options)),
+      startUs_(startUs) {
   elementBytes_ = std::max<size_t>(1, options.elementSize);
   tileElems_ = std::max<size_t>(1, options.tileBytes / elementBytes_);
   blockElems_ = options.bytes / elementBytes_;
@@ -44,10 +56,14 @@ std::vector<double> Replay::run() {
       channels_[c].queued = false;
       advance(c);
     }
-    const double next =
-        std::min(events_.empty() ? kInfinity : events_.top().time, wire_.nextFinish());
+    const double next = std::min(
+        {events_.empty() ? kInfinity : events_.top().time, wire_.nextFinish(), cpu_.nextFinish()});
     if (next == kInfinity) break;
     for (int k : wire_.advance(next)) finished(k, next);
+    for (int k : cpu_.advance(next)) {
+      events_.push(
+          {next, sequence_++, EventKind::kComplete, channelOfCpuFlow_[static_cast<size_t>(k)], 0});
+    }
     now_ = next;
     while (!events_.empty() && events_.top().time <= now_) {
       const Event event = events_.top();
@@ -64,6 +80,12 @@ void Replay::addPlan(const plan::Plan& plan) {
   rankChannels_[static_cast<size_t>(plan.rank)] = {first, static_cast<int>(plan.channels.size())};
   for (size_t c = 0; c < plan.channels.size(); ++c) {
     const int global = static_cast<int>(channels_.size());
+    if (cpusShared()) {
+      const int ranks = static_cast<int>(options_.cpuGroup.size());
+      cpuFlowOfChannel_.push_back(
+          cpu_.addFlow({plan.rank, ranks + options_.cpuGroup[static_cast<size_t>(plan.rank)]}));
+      channelOfCpuFlow_.push_back(global);
+    }
     ChannelState& ch = channels_.emplace_back();
     ch.rank = plan.rank;
     ch.index = static_cast<int>(c);

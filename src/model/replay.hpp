@@ -83,7 +83,8 @@ struct ChannelState {
 enum class EventKind : uint8_t {
   kStart,     // A rank's channels may start (target: rank).
   kDelivery,  // A message arrives (target: connection).
-  kIssue,     // A reading step's overhead is over: its reads start (target: channel).
+  kIssue,     // A step's overhead is over: its reads start, or its work on a shared CPU
+              // (target: channel).
   kArrival,   // A read's last byte arrives (target: reader).
   kComplete,  // A step completes (target: channel).
 };
@@ -157,14 +158,22 @@ class Replay {
   // A reading step starts its reads of `bytes` each (the tile), one per reader.
   void issue(int c, size_t bytes);
 
-  // Every read of channel c's step has arrived: its local work, then completion.
+  // Every read of channel c's step has arrived: its local work (on its rank's CPU when CPUs
+  // are shared), then completion.
   void workDone(int c);
+
+  bool cpusShared() const { return !options_.cpuGroup.empty(); }
 
   void complete(int c);
 
   const topo::Topology& topology_;
   const SimOptions& options_;
   Wire wire_;
+  // Shared CPUs (SimOptions::cpuGroup): arcs 0..n-1 are the ranks' threads (one CPU each),
+  // n + g group g's CPUs; one flow per channel, its step's work in CPU-microseconds.
+  Wire cpu_;
+  std::vector<int> cpuFlowOfChannel_;
+  std::vector<int> channelOfCpuFlow_;
   size_t elementBytes_ = 1;
   size_t tileElems_ = 1;
   size_t blockElems_ = 0;

@@ -124,7 +124,7 @@ void Replay::advance(int c) {
     if (info.recv >= 0) connections_[info.recv].delivered.pop_front();
     ch.busy = true;
     ch.workUs = static_cast<double>(elements) * info.workUsPerElement;
-    if (info.reads.empty()) {
+    if (info.reads.empty() && !cpusShared()) {
       events_.push(
           {now_ + options_.stepOverheadUs + ch.workUs, sequence_++, EventKind::kComplete, c, 0});
     } else {
@@ -151,7 +151,12 @@ void Replay::issue(int c, size_t bytes) {
 }
 
 void Replay::workDone(int c) {
-  events_.push({now_ + channels_[c].workUs, sequence_++, EventKind::kComplete, c, 0});
+  const double workUs = channels_[c].workUs;
+  if (cpusShared() && workUs > 0) {
+    cpu_.start(cpuFlowOfChannel_[static_cast<size_t>(c)], workUs);
+  } else {
+    events_.push({now_ + workUs, sequence_++, EventKind::kComplete, c, 0});
+  }
 }
 
 void Replay::complete(int c) {

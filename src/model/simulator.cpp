@@ -12,7 +12,10 @@
 //   the sending step's start until the receiving step completes) and its dependency is met.
 //   It then keeps its channel busy for stepOverheadUs + local work: reductions at
 //   reduceGBps, kCopy between distinct chunks at copyGBps; moving bytes into or out of a
-//   FIFO is the link's work, not the step's.
+//   FIFO is the link's work, not the step's. With shared CPUs (SimOptions::cpuGroup) the
+//   local work, after the overhead, is a flow of CPU-microseconds over two "arcs": its
+//   rank's thread (1 CPU, shared by the rank's channels) and its group's CPUs, shared
+//   max-min fairly by every busy channel of the group (the wire's progressive filling).
 // * When a sending step completes, its message joins its connection's queue. A connection
 //   transmits its messages one after another (in order, like a socket); the head message
 //   flows over every arc of Topology::route at once, at the max-min fair rate among all
@@ -112,6 +115,29 @@ Prediction simulate(const std::vector<plan::Plan>& plans, const topo::Topology& 
   if (options.reduceGBps <= 0 || options.copyGBps <= 0 || options.stepOverheadUs < 0) {
     throw Error(ErrorCode::kInvalidArgument,
                 "simulate: reduceGBps and copyGBps must be > 0 and stepOverheadUs >= 0");
+  }
+  if (!options.cpuGroup.empty() || !options.groupCpus.empty()) {
+    if (static_cast<int>(options.cpuGroup.size()) != n) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("simulate: cpuGroup names the CPU group of {} ranks, expected {}",
+                              options.cpuGroup.size(), n));
+    }
+    const auto groups = static_cast<int>(options.groupCpus.size());
+    for (int r = 0; r < n; ++r) {
+      const int g = options.cpuGroup[static_cast<size_t>(r)];
+      if (g < 0 || g >= groups) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("simulate: rank {} is in CPU group {}, expected one in [0, {})", r,
+                                g, groups));
+      }
+    }
+    for (int g = 0; g < groups; ++g) {
+      if (!(options.groupCpus[static_cast<size_t>(g)] > 0)) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("simulate: CPU group {} has {} CPUs, expected more than 0", g,
+                                options.groupCpus[static_cast<size_t>(g)]));
+      }
+    }
   }
   // A one-sided call: rank r starts once every peer's prologue message has arrived, and
   // finishes once every peer's epilogue message, sent after that peer's last step, has.

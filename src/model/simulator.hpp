@@ -41,6 +41,14 @@ struct SimOptions {
   /// time encoding and decoding. A ratio of 1 models no compression; codecGBps 0, a free codec.
   double compressionRatio = 1.0;
   double codecGBps = 0;
+  /// Shared CPUs (both empty: not modelled, every channel works on a CPU of its own).
+  /// cpuGroup[r] is the group of CPUs rank r runs on (a host, or a machine whose emulated
+  /// hosts share its cores) and groupCpus[g] how many CPUs group g has. A step's local work
+  /// (reductions, copies, coding) then runs on its rank's one thread, shared by the rank's
+  /// channels, and the busy ranks of a group share its CPUs max-min fairly, as flows share a
+  /// link: 8 ranks coding at once on 2 CPUs each code at a quarter of codecGBps.
+  std::vector<int> cpuGroup;
+  std::vector<double> groupCpus;
 };
 
 struct Prediction {

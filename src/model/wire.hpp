@@ -19,6 +19,9 @@ namespace grove::model {
 class Wire {
  public:
   explicit Wire(const topo::Topology& topology);
+  /// A wire of arcs of these capacities (units per microsecond), for resources other than
+  /// links that are shared the same way (the replay's CPUs).
+  explicit Wire(std::vector<double> capacityPerUs);
 
   /// Registers a flow over `route` (arc indices; empty: delivered instantly).
   int addFlow(std::vector<int> route);
@@ -52,7 +55,6 @@ class Wire {
   void detach(int flow);
   void recompute();
 
-  const topo::Topology& topology_;
   std::vector<Flow> flows_;
   std::vector<int> active_;                 // Active flows, ascending.
   std::vector<std::vector<int>> arcFlows_;  // Active flows per arc, ascending.

@@ -199,6 +199,31 @@ def case_compress(grove, workdir):
     check(result.returncode == 1 and "--compress needs --topo" in result.stderr, result.stderr)
 
 
+def case_cpus(grove, workdir):
+    """--cpus N | host:N models shared CPUs: a rank alone on its host's CPU codes as fast as
+    with no CPUs modelled; two ranks on one CPU code at half the rate, so the compressed call
+    (the codec slower than the wire) takes longer; bad values are named."""
+    args = ("allreduce", "--topo", "cluster:2x1:1", "--size", "16M", "-d", "bfloat16",
+            "--peer-memory", "0", "--algo", "ring", "--compress", "1.5:0.2")
+    alone = report(grove, *args)["candidates"][0]
+    per_host = report(grove, *args, "--cpus", "host:1")
+    check(per_host["cpus"] == "1 CPU on each of 2 hosts, shared by its ranks", per_host)
+    check(abs(per_host["candidates"][0]["predicted_us"] - alone["predicted_us"]) < 1e-6,
+          f"{per_host['candidates'][0]} against {alone}")
+    shared = report(grove, *args, "--cpus", "1")
+    check(shared["cpus"] == "the 2 ranks share 1 CPU", shared)
+    check(shared["candidates"][0]["predicted_us"] > 1.2 * alone["predicted_us"],
+          f"{shared['candidates'][0]} against {alone}")
+    text = run(grove, "plan", *args, "--cpus", "2").stdout
+    check("# CPUs (--cpus): the 2 ranks share 2 CPUs;" in text, text)
+    for bad in ["0", "x", "host:", "host:0", "5000", "-1"]:
+        result = run(grove, "plan", *args, "--cpus", bad)
+        check(result.returncode == 1 and f"--cpus '{bad}'" in result.stderr,
+              f"{bad}: {result.returncode} {result.stderr}")
+    result = run(grove, "plan", "allreduce", "--cpus", "2")
+    check(result.returncode == 1 and "--cpus needs --topo" in result.stderr, result.stderr)
+
+
 def case_small_sizes(grove, workdir):
     """Sizes 0, 1 element and non-divisible sizes still give a proven plan."""
     for collective, size in [("allreduce", "0"), ("broadcast", "4"), ("allgather", "1000"),
