@@ -66,7 +66,17 @@ uint64_t fingerprint(const topo::Topology& topology) {
 }
 
 using Key = std::tuple<uint64_t, std::string, int, int, int, int, size_t, size_t, int, double,
-                       double, double, double, double>;
+                       double, double, double, double, uint64_t>;
+
+/// FNV-1a over the shared CPUs the simulator models (SimOptions::cpuGroup, groupCpus).
+uint64_t cpuFingerprint(const model::SimOptions& options) {
+  Fingerprint f;
+  f.add(options.cpuGroup.size());
+  for (int g : options.cpuGroup) f.add(g);
+  f.add(options.groupCpus.size());
+  for (double cpus : options.groupCpus) f.add(cpus);
+  return f.value();
+}
 
 /// A memoized prediction, or why there is none.
 struct Entry {
@@ -127,7 +137,8 @@ double predictedUs(const Algorithm& algorithm, const plan::PlanRequest& request,
                 options.copyGBps,
                 options.stepOverheadUs,
                 options.compressionRatio,
-                options.codecGBps};
+                options.codecGBps,
+                cpuFingerprint(options)};
 
   std::lock_guard<std::mutex> lock(gMutex);
   auto found = gCache.find(key);

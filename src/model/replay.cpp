@@ -60,10 +60,7 @@ std::vector<double> Replay::run() {
         {events_.empty() ? kInfinity : events_.top().time, wire_.nextFinish(), cpu_.nextFinish()});
     if (next == kInfinity) break;
     for (int k : wire_.advance(next)) finished(k, next);
-    for (int k : cpu_.advance(next)) {
-      events_.push(
-          {next, sequence_++, EventKind::kComplete, channelOfCpuFlow_[static_cast<size_t>(k)], 0});
-    }
+    for (int c : cpu_.advance(next)) events_.push({next, sequence_++, EventKind::kComplete, c, 0});
     now_ = next;
     while (!events_.empty() && events_.top().time <= now_) {
       const Event event = events_.top();
@@ -80,11 +77,9 @@ void Replay::addPlan(const plan::Plan& plan) {
   rankChannels_[static_cast<size_t>(plan.rank)] = {first, static_cast<int>(plan.channels.size())};
   for (size_t c = 0; c < plan.channels.size(); ++c) {
     const int global = static_cast<int>(channels_.size());
-    if (cpusShared()) {
+    if (cpusShared()) {  // flow `global`: added in the order of the channels
       const int ranks = static_cast<int>(options_.cpuGroup.size());
-      cpuFlowOfChannel_.push_back(
-          cpu_.addFlow({plan.rank, ranks + options_.cpuGroup[static_cast<size_t>(plan.rank)]}));
-      channelOfCpuFlow_.push_back(global);
+      cpu_.addFlow({plan.rank, ranks + options_.cpuGroup[static_cast<size_t>(plan.rank)]});
     }
     ChannelState& ch = channels_.emplace_back();
     ch.rank = plan.rank;

@@ -170,10 +170,8 @@ class Replay {
   const SimOptions& options_;
   Wire wire_;
   // Shared CPUs (SimOptions::cpuGroup): arcs 0..n-1 are the ranks' threads (one CPU each),
-  // n + g group g's CPUs; one flow per channel, its step's work in CPU-microseconds.
+  // n + g group g's CPUs; flow c is channel c's step's work, in CPU-microseconds.
   Wire cpu_;
-  std::vector<int> cpuFlowOfChannel_;
-  std::vector<int> channelOfCpuFlow_;
   size_t elementBytes_ = 1;
   size_t tileElems_ = 1;
   size_t blockElems_ = 0;

@@ -153,7 +153,7 @@ void Replay::issue(int c, size_t bytes) {
 void Replay::workDone(int c) {
   const double workUs = channels_[c].workUs;
   if (cpusShared() && workUs > 0) {
-    cpu_.start(cpuFlowOfChannel_[static_cast<size_t>(c)], workUs);
+    cpu_.start(c, workUs);
   } else {
     events_.push({now_ + workUs, sequence_++, EventKind::kComplete, c, 0});
   }
