@@ -1,7 +1,7 @@
 // grove_codec_bench: the codec (src/codec) on raw tensor files, against zstd and lz4, for
 // bench/compression, which dumps the tensors, runs this and prints the table.
 //
-//   grove_codec_bench [-r ROUNDS] [-b BLOCK_BYTES] [-g] NAME=FILE:DTYPE...
+//   grove_codec_bench [-r ROUNDS] [-b BLOCK_BYTES] [-m MESSAGE_BYTES]... [-g] NAME=FILE:DTYPE...
 //
 // For each tensor it prints one tab-separated line
 //
@@ -17,6 +17,15 @@
 // (libzstd at that level, one call per plane per block, a plane kept raw when it does not
 // shrink) or `lz4` (LZ4_compress_default likewise). Every decode is checked bit for bit
 // against the input; a mismatch exits 1. -g: grove's codec only (no coder lines).
+//
+// -m (repeatable) also measures the codec as the collectives use it: the tensor cut into
+// messages of MESSAGE_BYTES (rounded down to whole elements), each encoded as a frame of its
+// own, as a link encodes each FIFO tile (exec/link_codec.hpp). One line per size:
+//
+//   message NAME DTYPE MESSAGE_BYTES MESSAGES RATIO ENC_GBS DEC_GBS
+//
+// A message pays for its frame header and for choosing every plane's coding, so small
+// messages show the codec's cost per message that the whole-tensor figures hide.
 #include <lz4.h>
 #include <zstd.h>
 
@@ -202,6 +211,47 @@ Result measureGrove(const Bytes& data, DataType type, size_t blockBytes, int rou
           gb / median(dec)};
 }
 
+/// The tensor as messages of `messageBytes`, each its own frame, one after another in one
+/// buffer (every frame kept, so that the decode reads what the encode wrote).
+Result measureMessages(const Bytes& data, DataType type, size_t blockBytes, size_t messageBytes,
+                       int rounds, size_t* messages) {
+  const size_t size = grove::dataTypeSize(type);
+  const size_t count = data.size() / size;
+  const size_t perMessage = std::max<size_t>(1, messageBytes / size);
+  *messages = count == 0 ? 0 : (count - 1) / perMessage + 1;
+  const size_t room = grove::codec::maxEncodedBytes(perMessage, type, blockBytes);
+  Bytes frames(*messages * room);
+  std::vector<size_t> coded(*messages);
+  Bytes back(data.size());
+  grove::codec::Workspace ws(blockBytes);
+  std::vector<double> enc, dec;
+  for (int r = 0; r < rounds; ++r) {
+    enc.push_back(seconds([&] {
+      for (size_t m = 0; m < *messages; ++m) {
+        const size_t first = m * perMessage;
+        coded[m] =
+            grove::codec::encode(data.data() + first * size, std::min(perMessage, count - first),
+                                 type, frames.data() + m * room, room, ws, blockBytes)
+                .value();
+      }
+    }));
+    dec.push_back(seconds([&] {
+      for (size_t m = 0; m < *messages; ++m) {
+        const size_t first = m * perMessage;
+        grove::codec::decode(frames.data() + m * room, coded[m], back.data() + first * size,
+                             std::min(perMessage, count - first), type, ws)
+            .throwIfFailed();
+      }
+    }));
+    if (back != data) die("grove: messages decoded differ from the input");
+  }
+  size_t total = 0;
+  for (size_t c : coded) total += c;
+  const double gb = static_cast<double>(data.size()) / 1e9;
+  return {total == 0 ? 1.0 : static_cast<double>(data.size()) / static_cast<double>(total),
+          gb / median(enc), gb / median(dec)};
+}
+
 Result measurePlanes(PlaneCoder& coder, const Bytes& data, DataType type, size_t blockBytes,
                      int rounds) {
   const size_t size = grove::dataTypeSize(type);
@@ -247,14 +297,18 @@ int main(int argc, char** argv) {
   int rounds = 5;
   bool groveOnly = false;
   size_t blockBytes = grove::codec::kDefaultBlockBytes;
+  std::vector<size_t> messageSizes;
   std::vector<std::string> specs;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-g") {
       groveOnly = true;
-    } else if ((arg == "-r" || arg == "-b") && i + 1 < argc) {
+    } else if ((arg == "-r" || arg == "-b" || arg == "-m") && i + 1 < argc) {
       if (arg == "-r") {
         rounds = std::max(1, std::atoi(argv[++i]));
+      } else if (arg == "-m") {
+        messageSizes.push_back(std::strtoull(argv[++i], nullptr, 10));
+        if (messageSizes.back() == 0) die("-m needs a message size of at least 1 byte");
       } else {
         blockBytes = std::strtoull(argv[++i], nullptr, 10);
       }
@@ -263,7 +317,8 @@ int main(int argc, char** argv) {
     }
   }
   if (specs.empty())
-    die("usage: grove_codec_bench [-r ROUNDS] [-b BLOCK_BYTES] NAME=FILE:DTYPE...");
+    die("usage: grove_codec_bench [-r ROUNDS] [-b BLOCK_BYTES] [-m MESSAGE_BYTES]... [-g] "
+        "NAME=FILE:DTYPE...");
   for (const std::string& spec : specs) {
     const size_t eq = spec.find('=');
     const size_t colon = spec.rfind(':');
@@ -284,6 +339,12 @@ int main(int argc, char** argv) {
                 wholeLz4(data));
     std::printf("coder\t%s\t%s\thuffman\t%.4f\t%.3f\t%.3f\n", name.c_str(), dtype.c_str(),
                 grove.ratio, grove.encode, grove.decode);
+    for (size_t messageBytes : messageSizes) {
+      size_t messages = 0;
+      const Result r = measureMessages(data, *type, blockBytes, messageBytes, rounds, &messages);
+      std::printf("message\t%s\t%s\t%zu\t%zu\t%.4f\t%.3f\t%.3f\n", name.c_str(), dtype.c_str(),
+                  messageBytes, messages, r.ratio, r.encode, r.decode);
+    }
     if (groveOnly || grove::codec::planeCount(*type) == 0) continue;
     std::vector<PlaneCoder> coders;
     for (int level : {1, -1, -3, -5}) {

@@ -38,7 +38,6 @@ constexpr uint8_t kBlockPlanes = 1;
 constexpr uint8_t kPlaneRaw = 0;
 constexpr uint8_t kPlaneConstant = 1;
 constexpr uint8_t kPlaneHuffman = 2;
-constexpr size_t kSampleStride = 16;
 
 /// A plane is coded only when that saves at least 1/kMinGain of it: decoding a coded plane
 /// costs far more than copying a raw one, so a plane that barely shrinks is not worth it.
@@ -84,6 +83,7 @@ struct PlaneChoice {
 /// random plane's 2048-byte sample looks 0.18 bits short of 8). Table lookups only: at most
 /// kMaxSample entries of c·log2(c), computed once.
 constexpr size_t kMaxSample = 2048;
+constexpr size_t kMinSampledPlane = 1024;
 
 double estimatedBitsPerByte(const std::array<uint32_t, 256>& counts, uint32_t total) {
   static const std::vector<double> cLog2c = [] {
@@ -106,8 +106,8 @@ void choosePlane(const uint8_t* plane, size_t n, bool sampleFirst, huffman::Coun
   choice.mode = kPlaneRaw;
   choice.bytes = 1 + n;
   const size_t worthIt = n - n / kMinGain;
-  if (sampleFirst && n >= 64 * kSampleStride) {
-    const size_t stride = std::max(kSampleStride, (n + kMaxSample - 1) / kMaxSample);
+  if (sampleFirst && n >= kMinSampledPlane) {
+    const size_t stride = (n + kMaxSample - 1) / kMaxSample;
     const auto sample = huffman::sampleSymbols(plane, n, stride);
     const auto total = static_cast<uint32_t>((n + stride - 1) / stride);
     if (estimatedBitsPerByte(sample, total) * static_cast<double>(n) / 8 >= worthIt) {
