@@ -187,32 +187,9 @@ struct Result {
   double ratio, encode, decode;
 };
 
-Result measureGrove(const Bytes& data, DataType type, size_t blockBytes, int rounds) {
-  const size_t size = grove::dataTypeSize(type);
-  const size_t count = data.size() / size;
-  Bytes frame(grove::codec::maxEncodedBytes(count, type, blockBytes));
-  Bytes back(data.size());
-  grove::codec::Workspace ws(blockBytes);
-  size_t coded = 0;
-  std::vector<double> enc, dec;
-  for (int r = 0; r < rounds; ++r) {
-    enc.push_back(seconds([&] {
-      coded =
-          grove::codec::encode(data.data(), count, type, frame.data(), frame.size(), ws, blockBytes)
-              .value();
-    }));
-    dec.push_back(seconds([&] {
-      grove::codec::decode(frame.data(), coded, back.data(), count, type, ws).throwIfFailed();
-    }));
-    if (back != data) die("grove: decoded bytes differ from the input");
-  }
-  const double gb = static_cast<double>(data.size()) / 1e9;
-  return {static_cast<double>(data.size()) / static_cast<double>(coded), gb / median(enc),
-          gb / median(dec)};
-}
-
 /// The tensor as messages of `messageBytes`, each its own frame, one after another in one
-/// buffer (every frame kept, so that the decode reads what the encode wrote).
+/// buffer (every frame kept, so that the decode reads what the encode wrote). The whole
+/// tensor's figures are one message of all its bytes.
 Result measureMessages(const Bytes& data, DataType type, size_t blockBytes, size_t messageBytes,
                        int rounds, size_t* messages) {
   const size_t size = grove::dataTypeSize(type);
@@ -333,7 +310,9 @@ int main(int argc, char** argv) {
     data.resize(data.size() / grove::dataTypeSize(*type) * grove::dataTypeSize(*type));
     const std::string dtype = spec.substr(colon + 1);
 
-    const Result grove = measureGrove(data, *type, blockBytes, rounds);
+    size_t whole = 0;
+    const Result grove =
+        measureMessages(data, *type, blockBytes, std::max<size_t>(1, data.size()), rounds, &whole);
     std::printf("codec\t%s\t%s\t%zu\t%.4f\t%.3f\t%.3f\t%.4f\t%.4f\n", name.c_str(), dtype.c_str(),
                 data.size(), grove.ratio, grove.encode, grove.decode, wholeZstd1(data),
                 wholeLz4(data));
